@@ -40,8 +40,8 @@ def setup_cell_source(root: Path = REPO_ROOT) -> str:
     url, branch = repository_settings(root)
     return (
         f"{SETUP_CELL_MARKER}: installs the course package and what Colab lacks; does nothing anywhere else.\n"
-        "import importlib.util, subprocess, sys\n"
-        "if importlib.util.find_spec(\"google.colab\") is not None:\n"
+        "import subprocess, sys\n"
+        "if \"google.colab\" in sys.modules:  # Colab's kernel imports it at start-up\n"
         "    subprocess.run([sys.executable, \"-m\", \"pip\", \"install\", \"-q\",\n"
         f"                    \"manyheads[colab] @ git+{url}@{branch}\"], check=True)"
     )
