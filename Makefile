@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: book test env exercises clean-notebooks benchmarks clean
+.PHONY: book test env vendor exercises clean-notebooks benchmarks clean
 
 # Reinstall only when the pinned list or the package metadata change.
 $(STAMP): requirements.txt pyproject.toml
@@ -17,8 +17,12 @@ $(STAMP): requirements.txt pyproject.toml
 env: $(STAMP)
 
 # Build the book into _build/html, executing the chapters (cached in _build/.jupyter_cache); any warning fails it.
-book: $(STAMP)
+book: $(STAMP) vendor
 	$(BIN)/jupyter-book build . -W -n --keep-going
+
+# The JavaScript the pages need (MathJax, require.js, the widget manager), pinned and checked, into _static/vendor.
+vendor:
+	$(BIN)/python assets/vendor.py
 
 # Every test: package, notebook hygiene, exercise pipeline with real nbgrader, chapter execution.
 test: $(STAMP)
