@@ -20,7 +20,7 @@ env: $(STAMP)
 book: $(STAMP) vendor
 	$(BIN)/jupyter-book build . -W -n --keep-going
 
-# The JavaScript the pages need (MathJax, require.js, the widget manager), pinned and checked, into _static/vendor.
+# The JavaScript the pages need (MathJax, require.js, the widget manager), pinned and checked, into _vendor/.
 vendor:
 	$(BIN)/python assets/vendor.py
 

@@ -1,4 +1,4 @@
-"""Fetch the book's third-party JavaScript from the npm registry into _static/vendor/ (run by `make book`).
+"""Fetch the book's third-party JavaScript from the npm registry into _vendor/ (run by `make book`).
 
 Pinned in assets/vendor.json by version and sha512 integrity; a tarball whose hash differs is refused. Only the
 files the pages load are copied. Idempotent: a package already in place at the pinned version is skipped.
@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-VENDOR = ROOT / "_static" / "vendor"
+VENDOR = ROOT / "_vendor"  # not under _static/: Jupyter Book 1 loads every .js found there on every page
 
 
 def _fetch(spec: str, integrity: str, workdir: Path) -> Path:
