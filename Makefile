@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: book test env vendor exercises clean-notebooks benchmarks clean
+.PHONY: book test env vendor browser exercises clean-notebooks benchmarks clean
 
 # Reinstall only when the pinned list or the package metadata change.
 $(STAMP): requirements.txt pyproject.toml
@@ -25,8 +25,13 @@ vendor:
 	$(BIN)/python assets/vendor.py
 
 # Every test: package, notebook hygiene, exercise pipeline with real nbgrader, chapter execution.
-test: $(STAMP)
+test: $(STAMP) vendor browser
 	$(BIN)/python -m pytest -n 2 --timeout=1800
+
+# Headless Chromium from Debian, for the tests that open built pages.
+browser:
+	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get update -qq && apt-get install -y -qq chromium >/dev/null; } \
+	  || { echo "Install Debian's chromium package (sudo apt-get install chromium) and run make test again"; exit 1; }
 
 # Regenerate the student versions in exercises/ from the nbgrader sources in solutions/.
 exercises: $(STAMP)
