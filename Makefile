@@ -26,7 +26,7 @@ vendor:
 
 # Every test: package, notebook hygiene, exercise pipeline with real nbgrader, chapter execution.
 test: $(STAMP) vendor browser
-	$(BIN)/python -m pytest -n 2 --timeout=1800
+	$(BIN)/python -m pytest -n 2 --dist loadfile --timeout=1800
 
 # Headless Chromium from Debian, for the tests that open built pages.
 browser:
