@@ -42,7 +42,7 @@ clean-notebooks: $(STAMP)
 	$(BIN)/python -m manyheads.hygiene clean
 
 benchmarks: $(STAMP)
-	for b in benchmarks/*.py; do $(BIN)/python $$b || exit 1; done
+	for b in benchmarks/[!_]*.py; do $(BIN)/python $$b || exit 1; done
 
 clean:
 	rm -rf _build
