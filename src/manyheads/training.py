@@ -1,1 +1,138 @@
-"""(being written)"""
+"""A small, seeded training loop for the toy models, with a progress bar and learning curves (chapter 1).
+
+Fresh batches are drawn every step from the task (there is no fixed training set to overfit); accuracy is measured
+on one held-out batch that depends only on ``TrainConfig.eval_seed``, so every model in a comparison is scored on
+the same sequences. The model is built and initialised on the CPU after seeding and only then moved to
+``mh.device()``, so a seed gives the same starting point and the same data everywhere, and exactly the same
+numbers on a CPU.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+from tqdm.auto import tqdm
+
+from manyheads.runtime import device as default_device
+from manyheads.runtime import seed_everything
+from manyheads.tasks import IGNORE_INDEX, TwoRelationTask
+
+__all__ = ["TrainConfig", "TrainResult", "relation_accuracy", "evaluate", "train"]
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """Hyper-parameters of one run. ``seed`` fixes the initialisation and the training batches."""
+
+    steps: int = 400
+    batch_size: int = 64
+    lr: float = 1e-2
+    eval_every: int = 20
+    eval_size: int = 512
+    seed: int = 0
+    eval_seed: int = 1_000_003
+
+
+@dataclass
+class TrainResult:
+    """What :func:`train` returns. Curves are plain lists of floats, ready to plot or tabulate.
+
+    train_loss: one value per step (length ``steps``).
+    eval_steps: the steps at which accuracy was measured (0, eval_every, …, steps).
+    eval_accuracy: one list per evaluation, holding the accuracy of each relation (len(eval_steps) × n_relations).
+    """
+
+    model: nn.Module
+    train_loss: list[float] = field(default_factory=list)
+    eval_steps: list[int] = field(default_factory=list)
+    eval_accuracy: list[list[float]] = field(default_factory=list)
+    seconds: float = 0.0
+    device: str = "cpu"
+
+    @property
+    def final_accuracy(self) -> list[float]:
+        """Accuracy of each relation at the end of training."""
+        return self.eval_accuracy[-1]
+
+
+def relation_accuracy(logits: Tensor, targets: Tensor) -> Tensor:
+    """Share of correct argmax predictions, per relation, ignoring :data:`~manyheads.tasks.IGNORE_INDEX` targets.
+
+    logits: (batch, seq, n_relations, vocab); targets: (batch, seq, n_relations). Returns (n_relations,).
+    """
+    scored = targets != IGNORE_INDEX
+    correct = (logits.argmax(-1) == targets) & scored
+    return correct.sum(dim=(0, 1)).float() / scored.sum(dim=(0, 1)).clamp(min=1).float()
+
+
+@torch.no_grad()
+def evaluate(model: nn.Module, tokens: Tensor, targets: Tensor) -> list[float]:
+    """Accuracy of each relation on one batch. tokens: (batch, seq); targets: (batch, seq, n_relations)."""
+    was_training = model.training
+    model.eval()
+    logits, _ = model(tokens)
+    model.train(was_training)
+    return relation_accuracy(logits, targets).tolist()
+
+
+def _loss(logits: Tensor, targets: Tensor) -> Tensor:
+    # Summed over relations (each relation's loss is a mean over its scored positions), so each relation weighs the same.
+    return F.cross_entropy(logits.flatten(0, 1).transpose(1, 2), targets.flatten(0, 1), ignore_index=IGNORE_INDEX) * targets.shape[-1]
+
+
+def train(
+    make_model: Callable[[], nn.Module],
+    task: TwoRelationTask,
+    config: TrainConfig = TrainConfig(),
+    device: torch.device | str | None = None,
+    progress: bool = True,
+    desc: str | None = None,
+) -> TrainResult:
+    """Seed, build the model with ``make_model()``, train it with Adam on fresh batches, and record curves.
+
+    The model must map (batch, seq) tokens to ``(logits, weights)`` with logits (batch, seq, n_relations, vocab),
+    like :class:`manyheads.models.TinyAttentionModel`. ``device`` defaults to :func:`manyheads.device`.
+    ``progress`` shows a tqdm bar (a widget in Jupyter, text elsewhere) that disappears when the run ends.
+    """
+    device = torch.device(device) if device is not None else default_device()
+    seed_everything(config.seed)
+    model = make_model().to(device)
+    data = torch.Generator().manual_seed(config.seed)
+    eval_tokens, eval_targets = task.sample(config.eval_size, torch.Generator().manual_seed(config.eval_seed), device)
+    optimizer = torch.optim.Adam(model.parameters(), lr=config.lr)
+    result = TrainResult(model=model, device=str(device))
+
+    def record(step: int) -> None:
+        result.eval_steps.append(step)
+        result.eval_accuracy.append(evaluate(model, eval_tokens, eval_targets))
+
+    threads = torch.get_num_threads()
+    if device.type == "cpu":
+        # The tensors are tiny: spreading each operation over several threads costs more than it saves.
+        torch.set_num_threads(1)
+    start = time.perf_counter()
+    try:
+        model.train()
+        record(0)
+        losses = torch.empty(config.steps, device=device)  # filled on the device: no host sync per step on a GPU
+        for step in tqdm(range(1, config.steps + 1), desc=desc, leave=False, disable=not progress, mininterval=0.5):
+            tokens, targets = task.sample(config.batch_size, data, device)
+            logits, _ = model(tokens)
+            loss = _loss(logits, targets)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+            losses[step - 1] = loss.detach()
+            if step % config.eval_every == 0 or step == config.steps:
+                record(step)
+        model.eval()
+        result.train_loss = losses.tolist()
+    finally:
+        torch.set_num_threads(threads)
+    result.seconds = time.perf_counter() - start
+    return result

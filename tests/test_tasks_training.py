@@ -1,0 +1,138 @@
+"""Fast tests of the chapter-1 building blocks: the two-relation task, the tiny model, the training loop, the plots."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")  # tests only: no display here
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+import torch
+
+from manyheads.models import TinyAttentionModel, count_parameters
+from manyheads.tasks import IGNORE_INDEX, TwoRelationTask, offset_targets
+from manyheads.training import TrainConfig, relation_accuracy, train
+from manyheads import viz
+
+
+def test_targets_are_the_tokens_at_the_stated_offsets():
+    task = TwoRelationTask(vocab_size=50, seq_len=10, offsets=(1, 3))
+    tokens, targets = task.sample(7, torch.Generator().manual_seed(0))
+    assert tokens.shape == (7, 10) and targets.shape == (7, 10, 2)
+    assert tokens.dtype == torch.long and tokens.min() >= 0 and tokens.max() < 50
+    for b in range(7):
+        for i in range(10):
+            for r, offset in enumerate((1, 3)):
+                expected = tokens[b, i - offset].item() if i >= 3 else IGNORE_INDEX
+                assert targets[b, i, r].item() == expected
+
+
+def test_offset_targets_order_and_unequal_offsets():
+    tokens = torch.arange(8)[None]  # token value = its position
+    targets = offset_targets(tokens, (4, 1, 2))
+    assert targets[0, 4:].tolist() == [[i - 4, i - 1, i - 2] for i in range(4, 8)]
+    assert (targets[0, :4] == IGNORE_INDEX).all()
+
+
+@pytest.mark.parametrize("offsets", [(), (0,), (1, 10)])
+def test_bad_offsets_are_rejected(offsets):
+    with pytest.raises(ValueError):
+        TwoRelationTask(vocab_size=4, seq_len=10, offsets=offsets)
+
+
+def test_sampling_is_reproducible_and_device_independent():
+    task = TwoRelationTask()
+    a = task.sample(16, torch.Generator().manual_seed(3))
+    b = task.sample(16, torch.Generator().manual_seed(3), device="cpu")
+    c = task.sample(16, torch.Generator().manual_seed(4))
+    assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1])
+    assert not torch.equal(a[0], c[0])
+
+
+def test_model_shapes():
+    model = TinyAttentionModel(vocab_size=11, seq_len=9, d_model=16, n_heads=4, n_relations=3)
+    logits, weights = model(torch.randint(11, (5, 9)))
+    assert logits.shape == (5, 9, 3, 11)
+    assert weights.shape == (5, 4, 9, 9)
+    torch.testing.assert_close(weights.sum(-1), torch.ones(5, 4, 9))
+    assert torch.all(weights.triu(diagonal=1) == 0), "the attention must be causal"
+    with pytest.raises(ValueError):
+        model(torch.randint(11, (1, 10)))  # longer than the position embedding
+
+
+def test_model_is_causal_end_to_end():
+    model = TinyAttentionModel(vocab_size=7, seq_len=8, d_model=8, n_heads=2)
+    tokens = torch.randint(7, (1, 8))
+    changed = tokens.clone()
+    changed[0, 5:] = (changed[0, 5:] + 1) % 7
+    with torch.no_grad():
+        a, _ = model(tokens)
+        b, _ = model(changed)
+    torch.testing.assert_close(a[0, :5], b[0, :5])
+
+
+@pytest.mark.parametrize("d_model", [8, 24, 32])
+def test_parameter_count_does_not_depend_on_the_number_of_heads(d_model):
+    counts = {h: count_parameters(TinyAttentionModel(32, 12, d_model, h))
+              for h in (1, 2, 4, 8) if d_model % h == 0}
+    assert len(set(counts.values())) == 1, counts
+    attention = count_parameters(TinyAttentionModel(32, 12, d_model, 2).attention)
+    assert attention == 4 * d_model**2 + 4 * d_model
+
+
+def test_relation_accuracy_ignores_unscored_positions():
+    targets = torch.tensor([[[IGNORE_INDEX, IGNORE_INDEX], [1, 0], [2, 2]]])  # (1, 3, 2)
+    logits = torch.zeros(1, 3, 2, 3)
+    logits[0, 0, :, 0] = 5  # unscored position: anything goes
+    logits[0, 1, 0, 1] = logits[0, 1, 1, 2] = 5  # relation 0 right, relation 1 wrong
+    logits[0, 2, :, 2] = 5  # both right
+    assert relation_accuracy(logits, targets).tolist() == [1.0, 0.5]
+
+
+def test_training_is_seeded_and_learns():
+    task = TwoRelationTask(vocab_size=6, seq_len=8, offsets=(1, 3))
+    config = TrainConfig(steps=60, batch_size=32, eval_every=20, eval_size=128, seed=5)
+
+    def make():
+        return TinyAttentionModel(6, 8, 16, 2)
+
+    first = train(make, task, config, device="cpu", progress=False)
+    second = train(make, task, config, device="cpu", progress=False)
+    other = train(make, task, TrainConfig(**{**config.__dict__, "seed": 6}), device="cpu", progress=False)
+    assert first.train_loss == second.train_loss
+    assert first.eval_accuracy == second.eval_accuracy
+    assert first.train_loss != other.train_loss
+    assert len(first.train_loss) == 60
+    assert first.eval_steps == [0, 20, 40, 60]
+    assert len(first.final_accuracy) == 2
+    assert first.train_loss[-1] < first.train_loss[0]
+    assert torch.get_num_threads() >= 1
+
+
+def test_training_restores_the_thread_count():
+    before = torch.get_num_threads()
+    train(lambda: TinyAttentionModel(4, 6, 8, 1), TwoRelationTask(4, 6, (1, 2)),
+          TrainConfig(steps=2, eval_every=1, eval_size=8), device="cpu", progress=False)
+    assert torch.get_num_threads() == before
+
+
+def test_plots_and_table():
+    ax = viz.attention_heatmap(torch.rand(4, 6), annotate=True)
+    assert ax.get_images()[0].get_array().shape == (4, 6)
+    fig = viz.head_heatmaps(np.random.rand(3, 5, 5))
+    assert len(fig.axes) == 6  # three heatmaps and their colour bars
+    ax = viz.learning_curves([0, 10, 20], {"a": np.ones((2, 3)), "b": np.zeros((1, 3))})
+    assert len(ax.get_lines()) == 2
+    with pytest.raises(ValueError):
+        viz.learning_curves([0, 10], {"a": np.ones((2, 3))})
+    table = viz.html_table(["x", "y"], [[1, "<b>"]], caption="c")
+    assert "<td>&lt;b&gt;</td>" in table and "<caption>c</caption>" in table
+    plt.close("all")
+
+
+def test_one_softmax_widget_builds():
+    widget = viz.one_softmax_widget()
+    assert [c.description for c in widget.children[:2]] == ["score gap", "other keys"]
+    plt.close("all")
