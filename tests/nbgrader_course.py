@@ -1,0 +1,124 @@
+"""A throw-away nbgrader course for the tests: the repository's config and solutions/, real nbgrader commands.
+
+Nothing here writes into the repository: each course lives in its own temporary folder, with its own gradebook.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from manyheads import release
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def start_nbgrader(course: Path, *args: str) -> subprocess.Popen:
+    """Start one nbgrader command in ``course`` (which holds a copy of the course's nbgrader_config.py).
+
+    nbgrader creates a gradebook by running the ``alembic`` executable from PATH, so the venv's bin/ goes first
+    there even when the tests run without an activated venv.
+    """
+    env = {**os.environ, "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])}
+    return subprocess.Popen(
+        release.nbgrader_command(*args, root=course), cwd=course, env=env,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+
+
+def finish(process: subprocess.Popen, timeout: float = 600) -> tuple[int, str]:
+    """Wait for a started nbgrader command: (exit status, its output)."""
+    try:
+        output, _ = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        output, _ = process.communicate()
+        return -9, output
+    return process.returncode, output
+
+
+def run_nbgrader(course: Path, *args: str, timeout: float = 600) -> tuple[int, str]:
+    """Run one nbgrader command in ``course`` to the end: (exit status, its output)."""
+    return finish(start_nbgrader(course, *args), timeout)
+
+
+def new_course(course: Path, assignment: str) -> Path:
+    """A course folder with the config and one assignment's source, released *with* a gradebook (autograde needs it)."""
+    course.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(ROOT / release.CONFIG_FILE, course / release.CONFIG_FILE)
+    shutil.copytree(ROOT / release.SOURCE_DIR / assignment, course / release.SOURCE_DIR / assignment)
+    status, output = run_nbgrader(course, "generate_assignment", assignment, "--force")
+    assert status == 0, output
+    assert (course / "gradebook.db").is_file()
+    return course
+
+
+def submit(course: Path, student: str, assignment: str, nb: nbformat.NotebookNode) -> None:
+    folder = course / "submitted" / student / assignment
+    folder.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, folder / f"{assignment}.ipynb")
+
+
+def with_answers(nb: nbformat.NotebookNode, answers: dict[str, str]) -> nbformat.NotebookNode:
+    """A copy of ``nb`` whose answer cells (by nbgrader grade_id) hold the given sources, as a student would type."""
+    nb = nbformat.from_dict(json.loads(json.dumps(nb)))
+    found = set()
+    for cell in nb.cells:
+        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if grade_id in answers:
+            cell.source = answers[grade_id].strip("\n")
+            found.add(grade_id)
+    assert found == set(answers), f"no answer cells for {set(answers) - found}"
+    return nb
+
+
+def grades(course: Path, assignment: str) -> dict[str, dict[str, tuple]]:
+    """{student: {grade_id: (auto_score, max_score, needs_manual_grade)}} from the course's gradebook."""
+    from nbgrader.api import Gradebook
+
+    result: dict[str, dict[str, tuple]] = {}
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}", "manyheads") as gb:
+        for submission in gb.assignment_submissions(assignment):
+            [notebook] = submission.notebooks
+            result[submission.student_id] = {
+                g.name: (g.auto_score, g.max_score, g.needs_manual_grade) for g in notebook.grades
+            }
+    return result
+
+
+def errors(course: Path, student: str, assignment: str) -> list[tuple[str, str]]:
+    """(cell grade_id or index, exception name) for every error output in a student's autograded notebook."""
+    nb = nbformat.read(course / "autograded" / student / assignment / f"{assignment}.ipynb", as_version=4)
+    return [
+        (cell.metadata.get("nbgrader", {}).get("grade_id", str(i)), out.ename)
+        for i, cell in enumerate(nb.cells)
+        if cell.cell_type == "code"
+        for out in cell.outputs
+        if out.output_type == "error"
+    ]
+
+
+def once_per_run(tmp_path_factory: pytest.TempPathFactory, worker_id: str, name: str, compute: Callable[[], dict]) -> dict:
+    """Compute a JSON-able result once per pytest run, even when xdist spreads the tests over several workers.
+
+    Workers share the run's base temporary folder: the first one to take the lock computes and stores the result,
+    the others read it (the pattern from pytest-xdist's documentation, with a stdlib lock).
+    """
+    if worker_id == "master":
+        return compute()
+    shared = tmp_path_factory.getbasetemp().parent
+    stored = shared / f"{name}.json"
+    with open(shared / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not stored.is_file():
+            stored.write_text(json.dumps(compute()), encoding="utf-8")
+        return json.loads(stored.read_text(encoding="utf-8"))
