@@ -59,6 +59,24 @@ def test_release_follows_the_rules(name):
     nb = nbformat.read(release_path(name), as_version=4)
     assert nb.cells[0].source == setup_cell_source(ROOT)
     assert "generated" in nb.metadata["manyheads"]["note"]
+    assert nb.metadata["mystnb"]["execution_mode"] == "off", "the book must render the exercise without running it"
+
+
+def test_release_problems_catch_leaks_and_missing_pieces(tmp_path):
+    nb = nbformat.read(release_path(EX1), as_version=4)
+    nb.cells[1].source += "\n### BEGIN SOLUTION"
+    nb.cells.pop(0)
+    del nb.metadata["manyheads"]
+    bad = tmp_path / "bad.ipynb"
+    bad.write_text(nbformat.writes(nb), encoding="utf-8")  # no trailing newline: not canonical
+    found = "\n".join(release.release_problems(bad))
+    for expected in ("BEGIN SOLUTION", "set-up cell", "generated", "canonical"):
+        assert expected in found
+
+
+def test_generate_refuses_unknown_assignments():
+    with pytest.raises(ValueError, match="no such assignment"):
+        release.generate(ROOT, ["99_no_such_exercise"])
 
 
 @pytest.mark.parametrize("name", ASSIGNMENTS)
@@ -79,7 +97,7 @@ def test_release_keeps_nbgrader_metadata_and_hides_answers(name):
                 body = body.split("### BEGIN SOLUTION", 1)[1].split("### END SOLUTION", 1)[0]
             for line in (line.strip() for line in body.splitlines()):
                 if len(line) > 25:
-                    assert line not in text, f"{grade_id}: solution text in the release: {line!r}"
+                    assert line not in text, f"{meta['grade_id']}: solution text in the release: {line!r}"
 
 
 def test_exercise_1_contract_and_anatomy():
