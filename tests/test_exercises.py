@@ -371,7 +371,7 @@ def test_hidden_tests_tell_right_from_wrong_attention(student):
 
 @pytest.mark.slow
 def test_regenerating_the_release_reproduces_the_committed_files(tmp_path):
-    written = release.generate_into(tmp_path, ASSIGNMENTS)
+    written = release.generate_into(tmp_path, ASSIGNMENTS, source_root=ROOT)
     assert [p.relative_to(tmp_path) for p in written] == [release_path(n).relative_to(ROOT) for n in ASSIGNMENTS]
     for path in written:
         committed = ROOT / path.relative_to(tmp_path)
