@@ -112,7 +112,7 @@ def test_toc_lists_every_chapter_and_exercise_and_they_exist():
 
 def test_book_never_executes_exercises_and_pins_book_version():
     config = (ROOT / "_config.yml").read_text(encoding="utf-8")
-    assert re.search(r'exclude_patterns:\s*\["exercises/\*"\]', config)
+    assert re.search(r'exclude_patterns:\s*\["exercises/\*/\*\.ipynb"\]', config)
     assert "only_build_toc_files: true" in config
     requirements = (ROOT / "requirements.txt").read_text(encoding="utf-8")
     assert "jupyter-book>=1.0.4,<2" in requirements

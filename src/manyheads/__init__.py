@@ -1,18 +1,29 @@
 """Many Heads: the course package (``import manyheads as mh``).
 
 Modules, one job each: ``attention`` (attention and multi-head attention), ``runtime`` (device and seeds),
-``tasks`` (synthetic datasets), ``training`` (a small training loop), ``viz`` (figures and widgets),
-``checks`` (the self-checks behind the exercises' visible tests). Maintainer tools, not imported here:
-``hygiene`` (notebook cleaning) and ``release`` (regenerating exercises/ with nbgrader).
+``tasks`` (synthetic datasets), ``models`` (the small models the chapters train), ``training`` (a seeded training
+loop), ``viz`` (figures and widgets), ``checks`` (the self-checks behind the exercises' visible tests),
+``pretrained`` (finding and verifying the offline model), ``tokenizer`` and ``encoder`` (a BERT-style encoder on
+``attention``).
+Maintainer tools, not imported here: ``hygiene`` (notebook cleaning) and ``release`` (regenerating exercises/).
+
+Submodules load on first use (``mh.viz`` imports matplotlib only when a notebook first touches it), so that
+``import manyheads`` stays quick in every grading kernel.
 """
 
-from manyheads import attention, checks, runtime, tasks, training, viz
+import importlib
+
 from manyheads.attention import MultiHeadAttention, scaled_dot_product_attention
 from manyheads.runtime import device, seed_everything
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "attention", "checks", "runtime", "tasks", "training", "viz",
-    "MultiHeadAttention", "scaled_dot_product_attention", "device", "seed_everything",
-]
+_SUBMODULES = {"attention", "checks", "encoder", "models", "pretrained", "runtime", "tasks", "tokenizer", "training", "viz"}
+
+__all__ = sorted(_SUBMODULES) + ["MultiHeadAttention", "scaled_dot_product_attention", "device", "seed_everything"]
+
+
+def __getattr__(name: str):
+    if name in _SUBMODULES:
+        return importlib.import_module(f"manyheads.{name}")
+    raise AttributeError(f"module 'manyheads' has no attribute {name!r}")
