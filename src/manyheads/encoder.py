@@ -157,7 +157,7 @@ class BertEncoder(nn.Module):
         output_hidden_states: bool = False,
     ) -> EncoderOutput:
         """input_ids: (batch, seq) word-piece ids, or a :class:`~manyheads.tokenizer.TokenBatch` (then the other
-        two come from it). attention_mask: (batch, seq), 1/True = real token, 0/False = padding (default: all
+        two come from it); inputs are moved to the model's device. attention_mask: (batch, seq), 1/True = real token, 0/False = padding (default: all
         real). token_type_ids: (batch, seq) segment ids (default: all 0). Returns an :class:`EncoderOutput`.
         """
         if hasattr(input_ids, "inputs"):
@@ -167,8 +167,11 @@ class BertEncoder(nn.Module):
             raise ValueError(f"input_ids must be (batch, seq), got shape {tuple(input_ids.shape)}")
         if input_ids.shape[1] > self.config.max_positions:
             raise ValueError(f"sequence of {input_ids.shape[1]} tokens is longer than {self.config.max_positions} positions")
-        if token_type_ids is None:
-            token_type_ids = torch.zeros_like(input_ids)
+        # Tokenizers make CPU tensors; moving them here lets a notebook put only the model on the GPU.
+        device = self.head_gates.device
+        input_ids = input_ids.to(device)
+        token_type_ids = torch.zeros_like(input_ids) if token_type_ids is None else token_type_ids.to(device)
+        attention_mask = None if attention_mask is None else attention_mask.to(device)
         # (batch, 1, 1, seq): padded keys get no attention; padded query rows are computed but meaningless.
         mask = None if attention_mask is None else padding_mask(attention_mask)
         x = self.embeddings(input_ids, token_type_ids)
