@@ -124,7 +124,7 @@ def test_plots_and_table():
     fig = viz.head_heatmaps(np.random.rand(3, 5, 5))
     assert len(fig.axes) == 6  # three heatmaps and their colour bars
     ax = viz.learning_curves([0, 10, 20], {"a": np.ones((2, 3)), "b": np.zeros((1, 3))})
-    assert len(ax.get_lines()) == 2
+    assert len(ax.get_lines()) == 3 + 1  # a: its mean and two seeds; b (one seed): its mean only
     with pytest.raises(ValueError):
         viz.learning_curves([0, 10], {"a": np.ones((2, 3))})
     table = viz.html_table(["x", "y"], [[1, "<b>"]], caption="c")

@@ -89,9 +89,10 @@ def learning_curves(
     ylabel: str = "accuracy",
     title: str | None = None,
 ) -> Axes:
-    """Mean over seeds (line) and the range over seeds (band) for each labelled run (chapter 1).
+    """One colour per labelled configuration: a thin line per seed and a thick line for the mean (chapter 1).
 
-    steps: (n_points,); each curve: (n_seeds, n_points).
+    steps: (n_points,); each curve: (n_seeds, n_points). Seeds are drawn individually because with a handful of
+    them a mean ± band hides what matters (e.g. two seeds at 1.0 and one at chance).
     """
     if ax is None:
         _, ax = plt.subplots(figsize=(5, 3.2))
@@ -100,8 +101,9 @@ def learning_curves(
         v = np.atleast_2d(np.asarray(values, dtype=float))
         if v.shape[1] != len(x):
             raise ValueError(f"curve {label!r} has {v.shape[1]} points but there are {len(x)} steps")
-        (line,) = ax.plot(x, v.mean(axis=0), label=label, lw=1.6)
-        ax.fill_between(x, v.min(axis=0), v.max(axis=0), color=line.get_color(), alpha=0.18, lw=0)
+        (line,) = ax.plot(x, v.mean(axis=0), label=label, lw=2.2)
+        if len(v) > 1:
+            ax.plot(x, v.T, color=line.get_color(), lw=0.8, alpha=0.45)
     ax.set_xlabel("training step")
     ax.set_ylabel(ylabel)
     if title:
