@@ -18,7 +18,7 @@ from manyheads.runtime import device, seed_everything
 
 __version__ = "0.1.0"
 
-_SUBMODULES = {"attention", "checks", "encoder", "models", "pretrained", "runtime", "tasks", "tokenizer", "training", "viz"}
+_SUBMODULES = {"attention", "checks", "checks_subspaces", "encoder", "models", "pretrained", "runtime", "subspaces", "tasks", "tokenizer", "training", "viz"}
 
 __all__ = sorted(_SUBMODULES) + ["MultiHeadAttention", "scaled_dot_product_attention", "device", "seed_everything"]
 
