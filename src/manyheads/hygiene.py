@@ -20,6 +20,8 @@ import nbformat
 REPO_ROOT = Path(__file__).resolve().parents[2]
 EDITED_NOTEBOOK_DIRS = ("chapters", "solutions")
 SETUP_CELL_MARKER = "# Colab set-up"
+# The set-up cell runs in Colab but is noise on a book page: the book leaves it out.
+SETUP_CELL_TAGS = ["remove-cell"]
 
 
 def repository_settings(root: Path = REPO_ROOT) -> tuple[str, str]:
@@ -81,6 +83,8 @@ def problems(path: Path, root: Path = REPO_ROOT) -> list[str]:
         found.append(f"{path}: not in canonical JSON form")
     if not nb.cells or nb.cells[0].cell_type != "code" or nb.cells[0].source != setup_cell_source(root):
         found.append(f"{path}: the first cell is not the Colab set-up cell")
+    elif nb.cells[0].metadata.get("tags") != SETUP_CELL_TAGS:
+        found.append(f"{path}: the Colab set-up cell should carry the tags {SETUP_CELL_TAGS}")
     return found
 
 
@@ -94,7 +98,9 @@ def clean(path: Path, root: Path = REPO_ROOT) -> bool:
     if first is not None and first.cell_type == "code" and first.source.startswith(SETUP_CELL_MARKER):
         first.source = setup
     else:
-        nb.cells.insert(0, nbformat.v4.new_code_cell(setup))
+        first = nbformat.v4.new_code_cell(setup)
+        nb.cells.insert(0, first)
+    first.metadata["tags"] = list(SETUP_CELL_TAGS)
     new = canonical_text(nb)
     if new != raw:
         path.write_text(new, encoding="utf-8")
