@@ -168,3 +168,20 @@ def test_low_rank_bottleneck_fit():
     assert 0 <= narrow["max_abs"] <= 1 and narrow["kl"] > 0
     with pytest.raises(ValueError, match="target"):
         headsize.fit_attention_pattern(x, target[:3], 2)
+
+
+def test_head_budget_explorer_shows_the_numbers_or_explains_the_error():
+    from manyheads import widgets_head_budget as explorer
+
+    page = explorer.head_budget_html(512, 8, 8, seq_len=1024)
+    assert "<td>64</td>" in page and "1,050,624" in page and "multi-head" in page and "Invalid" not in page
+    assert "4 MiB" in explorer.head_budget_html(512, 1, seq_len=1024)  # one 1024 × 1024 float32 matrix
+    assert "32 MiB" in page  # eight of them
+    assert "grouped-query" in explorer.head_budget_html(512, 8, 2)
+    bad = explorer.head_budget_html(512, 6)
+    assert "Invalid combination" in bad and "does not divide" in bad and "[1, 2, 4, 8" in bad
+    assert "n_kv_heads=3 does not divide n_heads=8" in explorer.head_budget_html(512, 8, 3)
+    assert explorer.format_bytes(2 * 2**30) == "2 GiB" and explorer.format_count(1_050_624) == "1.05 M"
+    widget = explorer.head_budget_widget()
+    assert [c.description for c in widget.children[:5]] == ["d_model", "n_heads", "n_kv_heads", "sequence length",
+                                                               "layers"]
