@@ -381,10 +381,11 @@ def test_regenerating_the_release_reproduces_the_committed_files(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("which", ["source", "release"])
-def test_nbgrader_validate(tmp_path, which):
+@pytest.mark.parametrize("name", ASSIGNMENTS)
+def test_nbgrader_validate(tmp_path, name, which):
     """As in nbgrader's course example: the source passes every test, the release (inverted) passes none."""
     (tmp_path / release.CONFIG_FILE).write_bytes((ROOT / release.CONFIG_FILE).read_bytes())
-    path = source_path(EX1) if which == "source" else release_path(EX1)
+    path = source_path(name) if which == "source" else release_path(name)
     copy = tmp_path / path.name
     copy.write_bytes(path.read_bytes())
     args = ["validate", str(copy)] + (["--invert"] if which == "release" else [])
