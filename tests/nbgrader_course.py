@@ -122,3 +122,37 @@ def once_per_run(tmp_path_factory: pytest.TempPathFactory, worker_id: str, name:
         if not stored.is_file():
             stored.write_text(json.dumps(compute()), encoding="utf-8")
         return json.loads(stored.read_text(encoding="utf-8"))
+
+
+def autograde_submissions(base: Path, assignment: str, answers: dict[str, dict[str, str]], copies: int = 2) -> dict:
+    """Release ``assignment`` with a gradebook, submit the solution, the blank release and one notebook per student
+    (the release with the solution's answer cells, then ``answers[student]`` replacing some of them, by grade_id),
+    autograde them all with real nbgrader, and collect what it decided.
+
+    The submissions are spread over ``copies`` copies of the course autograded at the same time (nbgrader grades one
+    submission after the other). Returns a JSON-able dict: returncode, log, grades {student: {grade_id: (auto,
+    max, needs_manual)}}, errors {student: [(cell, exception name)]}.
+    """
+    course = new_course(base / "course-0", assignment)
+    exercise = nbformat.read(course / release.RELEASE_DIR / assignment / f"{assignment}.ipynb", as_version=4)
+    solution = nbformat.read(course / release.SOURCE_DIR / assignment / f"{assignment}.ipynb", as_version=4)
+    reference = {
+        c.metadata["nbgrader"]["grade_id"]: c.source for c in solution.cells
+        if c.metadata.get("nbgrader", {}).get("solution") and c.cell_type == "code"
+    }
+    submissions = {"solution": solution, "blank": exercise}
+    for student, replaced in answers.items():
+        submissions[student] = with_answers(exercise, {**reference, **replaced})
+    courses = [course] + [base / f"course-{i}" for i in range(1, copies)]
+    for other in courses[1:]:
+        shutil.copytree(course, other)
+    for i, (student, nb) in enumerate(submissions.items()):
+        submit(courses[i % copies], student, assignment, nb)
+    finished = [finish(p) for p in [start_nbgrader(c, "autograde", assignment, "--force") for c in courses]]
+    found: dict = {"returncode": max(status for status, _ in finished), "log": "".join(out for _, out in finished),
+                   "grades": {}, "errors": {}}
+    for c in courses:
+        found["grades"].update(grades(c, assignment))
+    for i, student in enumerate(submissions):
+        found["errors"][student] = errors(courses[i % copies], student, assignment)
+    return found

@@ -174,11 +174,14 @@ def project_onto_plane(x: Tensor, basis: Tensor) -> Tensor:
     return x.double() @ basis.double()
 
 
-def plane_projection_widget(embeddings: Tensor, labels: Sequence[str], query: int = 0):
+def plane_projection_widget(
+    embeddings: Tensor, labels: Sequence[str], query: int = 0, azimuth: float = 0.0, elevation: float = 0.0
+):
     """Slider widget: choose a plane (a d_head = 2 head with W_q = W_k = the plane's basis) for 3-D toy embeddings.
 
     Left: the points projected onto the plane. Right: the head's attention of the query token over all tokens,
-    softmax(x_q P Pᵀ x_jᵀ / √2). The figure for the default angles is drawn when the widget is created (the static
+    softmax(x_q P Pᵀ x_jᵀ / √2). ``azimuth`` and ``elevation`` (degrees) place the plane's normal at the start; the
+    figure for them is drawn when the widget is created (the static
     page shows that state). Imports matplotlib and ipywidgets only when called.
     """
     import ipywidgets as widgets
@@ -188,7 +191,7 @@ def plane_projection_widget(embeddings: Tensor, labels: Sequence[str], query: in
     if x.dim() != 2 or x.shape[1] != 3:
         raise ValueError(f"embeddings must be (n, 3), got {tuple(x.shape)}")
 
-    def draw(azimuth: float = 0.0, elevation: float = 0.0, query_token: int = query) -> None:
+    def draw(azimuth: float = azimuth, elevation: float = elevation, query_token: int = query) -> None:
         basis = plane_basis(azimuth, elevation)
         points = project_onto_plane(x, basis)
         scores = points[query_token] @ points.T / math.sqrt(2)
@@ -215,9 +218,9 @@ def plane_projection_widget(embeddings: Tensor, labels: Sequence[str], query: in
 
     return widgets.interactive(
         draw,
-        azimuth=widgets.FloatSlider(value=0.0, min=0.0, max=180.0, step=15.0, description="azimuth",
+        azimuth=widgets.FloatSlider(value=azimuth, min=0.0, max=180.0, step=15.0, description="azimuth",
                                     continuous_update=False),
-        elevation=widgets.FloatSlider(value=0.0, min=-90.0, max=90.0, step=15.0, description="elevation",
+        elevation=widgets.FloatSlider(value=elevation, min=-90.0, max=90.0, step=15.0, description="elevation",
                                       continuous_update=False),
         query_token=widgets.Dropdown(options=[(label, i) for i, label in enumerate(labels)], value=query,
                                      description="query"),

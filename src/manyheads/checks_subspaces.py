@@ -1,0 +1,125 @@
+"""Self-checks behind the visible tests of exercise 2 (representation subspaces); same contract as ``checks``.
+
+Each ``check_*`` takes the student's function, runs it on small fixed inputs and prints a one-line success message
+or raises ``AssertionError`` naming the likely bug; an unanswered stub's ``NotImplementedError`` goes through
+unchanged. The hidden tests that grade the exercise use other inputs.
+
+:func:`check_qk_circuits`, :func:`check_head_scores`, :func:`check_principal_angles`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+import torch
+from torch import Tensor
+
+from manyheads.checks import _call, _close, _max_diff, _passed, _randn, _tensor
+
+__all__ = ["check_qk_circuits", "check_head_scores", "check_principal_angles"]
+
+
+def _reference_circuits(w_q: Tensor, w_k: Tensor, n_heads: int) -> Tensor:
+    d_model, width = w_q.shape
+    d_head = width // n_heads
+    q = w_q.reshape(d_model, n_heads, d_head).permute(1, 0, 2)
+    k = w_k.reshape(d_model, n_heads, d_head).permute(1, 0, 2)
+    return q @ k.transpose(-2, -1)
+
+
+def _reference_scores(x: Tensor, w_q: Tensor, w_k: Tensor, n_heads: int) -> Tensor:
+    batch, seq, d_model = x.shape
+    d_head = w_q.shape[1] // n_heads
+    q = (x @ w_q).reshape(batch, seq, n_heads, d_head).transpose(1, 2)
+    k = (x @ w_k).reshape(batch, seq, n_heads, d_head).transpose(1, 2)
+    return q @ k.transpose(-2, -1) / math.sqrt(d_head)
+
+
+def _reference_angles(a: Tensor, b: Tensor) -> Tensor:
+    qa, qb = torch.linalg.qr(a.double())[0], torch.linalg.qr(b.double())[0]
+    return torch.arccos(torch.linalg.svdvals(qa.T @ qb).clamp(0.0, 1.0)).sort().values
+
+
+def check_qk_circuits(qk_circuits: Callable[[Tensor, Tensor, int], Tensor]) -> None:
+    """Visible test for exercise 2, part 1: ``qk_circuits(w_q, w_k, n_heads)`` → (n_heads, d_model, d_model)."""
+    d_model, n_heads = 6, 3
+    w_q, w_k = _randn(d_model, d_model, seed=21), _randn(d_model, d_model, seed=22)
+    got = _tensor("qk_circuits' result", _call(qk_circuits, "w_q, w_k of shape (6, 6) and n_heads=3", w_q, w_k, n_heads))
+    want = _reference_circuits(w_q, w_k, n_heads)
+    if tuple(got.shape) != (n_heads, d_model, d_model):
+        raise AssertionError(
+            f"qk_circuits returned shape {tuple(got.shape)} but should return one (d_model, d_model) matrix per head, "
+            f"{(n_heads, d_model, d_model)}: M_h = W_q^h (W_k^h)ᵀ with W^h the columns of head h"
+        )
+    if _close(got, (w_q @ w_k.T).expand(n_heads, -1, -1)):
+        raise AssertionError("every head got the full w_q @ w_kᵀ: keep only head h's columns of w_q and w_k")
+    if _close(got, want.transpose(-2, -1)):
+        raise AssertionError("the circuits are transposed: M_h = W_q^h (W_k^h)ᵀ (query side first), not W_k^h (W_q^h)ᵀ")
+    rows = torch.stack([w_q[h * 2:(h + 1) * 2].T @ w_k[h * 2:(h + 1) * 2] for h in range(n_heads)])
+    if _close(got, rows):
+        raise AssertionError("head h owns the *columns* [h·d_head, (h+1)·d_head) of w_q and w_k (x @ w), not the rows")
+    if not _close(got, want):
+        raise AssertionError(f"qk_circuits differs from W_q^h (W_k^h)ᵀ by up to {_max_diff(got, want):.3g}")
+    ranks = [int(torch.linalg.matrix_rank(m.detach().double())) for m in got]
+    if max(ranks) > d_model // n_heads:
+        raise AssertionError(f"each circuit should have rank at most d_head = 2, got ranks {ranks}")
+    _passed("check_qk_circuits")
+
+
+def check_head_scores(head_scores: Callable[[Tensor, Tensor, Tensor, int], Tensor]) -> None:
+    """Visible test for exercise 2, part 2: ``head_scores(x, w_q, w_k, n_heads)`` → (batch, n_heads, seq, seq)."""
+    batch, seq, d_model, n_heads = 2, 5, 8, 2
+    x = _randn(batch, seq, d_model, seed=23)
+    w_q, w_k = _randn(d_model, d_model, seed=24), _randn(d_model, d_model, seed=25)
+    got = _tensor("head_scores' result",
+                  _call(head_scores, "x (2, 5, 8), w_q and w_k (8, 8), n_heads=2", x, w_q, w_k, n_heads))
+    want = _reference_scores(x, w_q, w_k, n_heads)
+    if tuple(got.shape) != (batch, n_heads, seq, seq):
+        raise AssertionError(
+            f"head_scores returned shape {tuple(got.shape)} but should be (batch, n_heads, seq_q, seq_k) = "
+            f"{(batch, n_heads, seq, seq)}"
+        )
+    d_head = d_model // n_heads
+    if _close(got, want * math.sqrt(d_head)):
+        raise AssertionError("the scores are not scaled: divide by √d_head (the head's own width, not d_model)")
+    if _close(got, want * math.sqrt(d_head) / math.sqrt(d_model)):
+        raise AssertionError("the scores are divided by √d_model: each head divides by √d_head = √(d_model / n_heads)")
+    if _close(got, want.transpose(-2, -1)):
+        raise AssertionError("queries and keys are swapped: rows are queries (x @ w_q), columns are keys (x @ w_k)")
+    if not _close(got, want):
+        raise AssertionError(
+            f"head_scores differs from the reference by up to {_max_diff(got, want):.3g}. Did you transpose "
+            "(batch, seq, n_heads, d_head) to (batch, n_heads, seq, d_head) after the reshape?"
+        )
+    _passed("check_head_scores")
+
+
+def check_principal_angles(principal_angles: Callable[[Tensor, Tensor], Tensor]) -> None:
+    """Visible test for exercise 2, part 3: ``principal_angles(a, b)`` in radians, ascending, min(p, q) of them."""
+    e = torch.eye(4, dtype=torch.float64)
+    t = 0.5
+    a = torch.stack([3.0 * e[:, 0], e[:, 0] + 2.0 * e[:, 1]], dim=1)  # span{e0, e1}, not orthonormal
+    b = torch.stack([math.cos(t) * e[:, 0] + math.sin(t) * e[:, 2], e[:, 1] + e[:, 3]], dim=1)
+    got = _tensor("principal_angles' result", _call(principal_angles, "a (4, 2) and b (4, 2)", a, b))
+    want = _reference_angles(a, b)
+    if tuple(got.shape) != (2,):
+        raise AssertionError(f"principal_angles returned shape {tuple(got.shape)}; two 2-D subspaces have 2 angles, (2,)")
+    if _close(got, torch.rad2deg(want)):
+        raise AssertionError("those are degrees: return radians (0 … π/2)")
+    if _close(got, torch.cos(want)) or _close(got, torch.cos(want).flip(0)):
+        raise AssertionError("those are the cosines of the angles: take torch.arccos of the singular values")
+    if _close(got, want.flip(0)):
+        raise AssertionError("return the angles in ascending order (smallest first)")
+    if not _close(got, want):
+        raise AssertionError(
+            f"principal_angles differs from the reference by up to {_max_diff(got, want):.3g}. The columns of a and b "
+            "are not orthonormal: orthonormalise them first (torch.linalg.qr), then take the SVD of Qaᵀ Qb"
+        )
+    same = _tensor("principal_angles' result", _call(principal_angles, "a subspace and itself", a, a @ e[:2, :2].flip(0)))
+    if not _close(same, torch.zeros(2, dtype=torch.float64)):
+        raise AssertionError(f"a subspace and itself (in another basis) should give angles 0, 0, got {same.tolist()}")
+    wide = _tensor("principal_angles' result", _call(principal_angles, "a (4, 1) and b (4, 3)", e[:, 3:], e[:, :3]))
+    if tuple(wide.shape) != (1,) or not _close(wide, torch.tensor([math.pi / 2], dtype=torch.float64)):
+        raise AssertionError(f"span{{e3}} against span{{e0, e1, e2}} should give one angle, π/2; got {wide.tolist()}")
+    _passed("check_principal_angles")
