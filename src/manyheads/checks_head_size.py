@@ -68,18 +68,20 @@ def check_head_dim(head_dim: Callable[[int, int], int]) -> None:
 
 def check_split_heads(split_heads: Callable[[Tensor, int], Tensor]) -> None:
     """Visible test for exercise 3, part 2: (batch, seq, d_model) → (batch, n_heads, seq, d_head)."""
-    batch, seq, d_model, n_heads = 2, 5, 6, 3
+    batch, seq, d_model, n_heads = 2, 6, 6, 3
     x = _randn(batch, seq, d_model, seed=31)
-    got = _tensor("split_heads's result", _call(split_heads, f"x of shape {(batch, seq, d_model)}, n_heads=3", x, 3))
+    got = _tensor("split_heads's result", _call(split_heads, f"x of shape {(batch, seq, d_model)}, n_heads=3", x, n_heads))
     want = _split(x, n_heads)
     if tuple(got.shape) != tuple(want.shape):
         hint = ""
         if tuple(got.shape) == (batch, seq, n_heads, 2):
             hint = ": the head axis must come before the sequence axis, transpose(1, 2)"
+        elif tuple(got.shape) == (batch, n_heads, seq // n_heads, d_model):
+            hint = ": that splits the positions (the sequence axis); split the features, the last axis"
         raise AssertionError(f"split_heads returned shape {tuple(got.shape)}, expected {tuple(want.shape)} "
                              f"(batch, n_heads, seq, d_head){hint}")
     if not _close(got, want):
-        if _close(got, x.reshape(batch, n_heads, seq, 2)):
+        if _close(got, x.reshape(batch, n_heads, seq, d_model // n_heads)):
             raise AssertionError("the shape is right but the numbers are not: reshaping straight to "
                                  "(batch, n_heads, seq, d_head) mixes positions between heads. Reshape to "
                                  "(batch, seq, n_heads, d_head) first, then transpose(1, 2)")
