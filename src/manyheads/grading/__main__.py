@@ -1,0 +1,5 @@
+import sys
+
+from manyheads.grading.cli import main
+
+sys.exit(main())

@@ -1,0 +1,63 @@
+"""``manyheads grade ASSIGNMENT SUBMISSIONS --out OUT``: autograde a class with nbgrader, safely.
+
+Exit status 0 when the batch ran to the end, whatever single submissions did; 2 for misuse (unknown assignment,
+unreadable submissions, no sandbox without --no-sandbox), with a message on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from manyheads.grading import report
+from manyheads.grading.collect import CollectError
+from manyheads.grading.runner import GradingError, Options, grade
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="manyheads", description="Many Heads course tools")
+    sub = parser.add_subparsers(dest="command", required=True)
+    g = sub.add_parser("grade", help="autograde a class's submissions with nbgrader (sandboxed, parallel)",
+                       description=__doc__.split("\n\n")[0])
+    g.add_argument("assignment", metavar="ASSIGNMENT", help="assignment stem, e.g. 01_single_head_bottleneck")
+    g.add_argument("submissions", metavar="SUBMISSIONS", type=Path,
+                   help="folder or .zip with <student_id>/<any>.ipynb or <student_id>__<any>.ipynb")
+    g.add_argument("--out", required=True, type=Path, help="output folder (grades.csv, feedback/, report.md)")
+    g.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="submissions graded at once (default: cores)")
+    g.add_argument("--timeout", type=int, default=60, help="seconds per cell before it is interrupted (default 60)")
+    g.add_argument("--db", help="gradebook URL, e.g. postgresql://user:pw@host/course (default: sqlite in OUT/course)")
+    g.add_argument("--pattern", help="regex with a (?P<student_id>...) group, searched in each file's relative path")
+    g.add_argument("--no-sandbox", action="store_true", help="run student code without bubblewrap (trusted code only)")
+    g.add_argument("--course", type=Path, help="course folder (default: the current folder, else this checkout)")
+    g.add_argument("--keep-work", action="store_true", help="keep OUT/.work (worker courses and nbgrader logs)")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.jobs < 1 or args.timeout < 1:
+        print("manyheads grade: --jobs and --timeout must be at least 1", file=sys.stderr)
+        return 2
+    if args.db and not args.db.startswith(("postgresql", "sqlite")):
+        print("manyheads grade: --db must be a postgresql:// or sqlite:/// URL", file=sys.stderr)
+        return 2
+    opts = Options(jobs=args.jobs, timeout=args.timeout, db=args.db, pattern=args.pattern,
+                   sandbox=not args.no_sandbox, keep_work=args.keep_work)
+    try:
+        rows, facts = grade(args.assignment, args.submissions, args.out, opts, course=args.course)
+    except (GradingError, CollectError) as exc:
+        print(f"manyheads grade: {exc}", file=sys.stderr)
+        return 2
+    out = args.out
+    report.write_csv(out / "grades.csv", rows, facts["test_ids"])
+    report.write_report(out / "report.md", rows, facts)
+    counts = {s: sum(r.status == s for r in rows) for s in ("graded", "repaired", "failed")}
+    print(f"{len(rows)} students: {counts['graded']} graded, {counts['repaired']} repaired, {counts['failed']} failed "
+          f"in {facts['seconds']:.1f} s; wrote {out / 'grades.csv'}, {out / 'report.md'}, {out / 'feedback'}/")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

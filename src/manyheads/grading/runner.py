@@ -1,0 +1,346 @@
+"""Grade a class with real nbgrader: a master course, worker copies graded in parallel, one merged gradebook.
+
+Layout under ``OUT/.work`` (scratch, removed at the end unless ``keep_work``):
+
+* ``course/``   nbgrader_config.py, solutions/ASSIGNMENT, exercises/ASSIGNMENT (regenerated with the gradebook);
+* ``worker-K/`` a copy of ``course/`` per job. Each takes chunks of students from a shared queue and runs one
+  ``nbgrader autograde`` per chunk (a fresh ``submitted-N/`` folder each time), then ``generate_feedback`` once.
+
+With sqlite each worker has its own copy of the gradebook (sqlite is not safe for concurrent writers) and the
+copies are merged row by row into ``OUT/course/gradebook.db`` at the end; nbgrader's ids are UUIDs, so rows never
+collide. With ``--db postgresql://…`` every worker (and every machine) writes to the one database directly.
+``OUT/course`` is a normal nbgrader course (autograded notebooks, gradebook), so ``nbgrader formgrader`` and the
+rest of the stock CLI work on it for the written answers.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import shutil
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+
+from manyheads.grading import collect as collect_mod
+from manyheads.grading import integrity
+from manyheads.grading import sandbox as sandbox_mod
+
+CONFIG_FILE = "nbgrader_config.py"
+
+
+class GradingError(Exception):
+    """Misuse or a broken course (unknown assignment, nbgrader cannot release it): the command stops."""
+
+
+@dataclass
+class Row:
+    student_id: str
+    status: str = "failed"
+    problems: list[str] = field(default_factory=list)
+    score: float | None = None
+    max_score: float | None = None
+    tests: dict[str, float | None] = field(default_factory=dict)
+    notebook: nbformat.NotebookNode | None = None
+    feedback: Path | None = None
+    repaired: bool = False
+
+
+@dataclass
+class Options:
+    jobs: int = max(1, os.cpu_count() or 1)
+    timeout: int = 60
+    db: str | None = None
+    pattern: str | None = None
+    sandbox: bool = True
+    keep_work: bool = False
+    chunk: int | None = None
+    limits: sandbox_mod.Limits = sandbox_mod.Limits()
+
+
+def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """nbgrader runs ``alembic`` from PATH when it creates a gradebook: the venv's bin/ goes first."""
+    env = {**os.environ, "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])}
+    env.pop("JUPYTER_PATH", None)
+    return {**env, **(extra or {})}
+
+
+def normalise_db(url: str) -> str:
+    """``postgresql://`` with the psycopg2 driver when psycopg (3) is not installed (SQLAlchemy's default)."""
+    if url.startswith("postgresql://"):
+        import importlib.util
+
+        if importlib.util.find_spec("psycopg") is None and importlib.util.find_spec("psycopg2") is not None:
+            return "postgresql+psycopg2://" + url[len("postgresql://"):]
+    return url
+
+
+def nbgrader(course: Path, *args: str, db: str, env: dict | None = None, timeout: float | None = None):
+    """Run one nbgrader command in ``course``: (exit status, output). Never raises on nbgrader's own failures."""
+    cmd = [sys.executable, "-m", "nbgrader", *args, f"--CourseDirectory.root={course}",
+           f"--CourseDirectory.db_url={db}"]
+    try:
+        done = subprocess.run(cmd, cwd=course, env=_env(env), capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as exc:
+        return -9, f"{exc.stdout or ''}{exc.stderr or ''}\nnbgrader stopped after {timeout:.0f} s"
+    return done.returncode, done.stdout + done.stderr
+
+
+def find_course(assignment: str, course: Path | None = None) -> Path:
+    """The course holding solutions/ASSIGNMENT: ``course``, else the current folder, else this checkout."""
+    from manyheads.hygiene import REPO_ROOT
+
+    candidates = [Path(course)] if course else [Path.cwd(), REPO_ROOT]
+    for root in candidates:
+        if (root / CONFIG_FILE).is_file() and (root / "solutions").is_dir():
+            names = sorted(p.name for p in (root / "solutions").iterdir() if p.is_dir())
+            if assignment in names and (root / "solutions" / assignment / f"{assignment}.ipynb").is_file():
+                return root.resolve()
+            raise GradingError(f"unknown assignment {assignment!r}: {root / 'solutions'} has "
+                               f"{', '.join(names) or 'no assignments'}")
+    raise GradingError(f"no nbgrader course (nbgrader_config.py + solutions/) in {', '.join(map(str, candidates))}")
+
+
+def release_course(source: Path, assignment: str, work: Path, db: str) -> nbformat.NotebookNode:
+    """Copy the course's config and the assignment's source into ``work`` and release it with the gradebook."""
+    work.mkdir(parents=True)
+    shutil.copy2(source / CONFIG_FILE, work / CONFIG_FILE)
+    shutil.copytree(source / "solutions" / assignment, work / "solutions" / assignment)
+    for attempt in range(3):  # a shared PostgreSQL gradebook: another grader may be releasing at the same moment
+        status, output = nbgrader(work, "generate_assignment", assignment, "--force", db=db)
+        if status == 0 or not db.startswith("postgresql"):
+            break
+        time.sleep(2 + 3 * attempt)
+    if status != 0:
+        raise GradingError(f"nbgrader generate_assignment {assignment} failed:\n{output[-3000:]}")
+    return nbformat.read(work / "exercises" / assignment / f"{assignment}.ipynb", as_version=4)
+
+
+def check_submissions(submissions: Path, release: nbformat.NotebookNode, assignment: str,
+                      pattern: str | None) -> tuple[list[Row], list[str]]:
+    """Collect and check every student's files: one Row each (with the notebook to grade, or failed)."""
+    subs, skipped = collect_mod.collect(submissions, pattern)
+    rows = []
+    for sub in subs:
+        row = Row(sub.student_id, problems=list(sub.problems))
+        checked = {name: (integrity.check(data, release, assignment), mtime)
+                   for name, (data, mtime) in sub.files.items()}
+        pick, repairs, notes = integrity.choose(checked) if checked else (None, [], [])
+        row.problems += notes + repairs
+        row.repaired = bool(repairs)
+        if pick is None:
+            fatal = [f"{n}: {c.fatal}" for n, (c, _) in sorted(checked.items())] or ["no readable notebook"]
+            row.problems = fatal + row.problems
+        else:
+            chosen = checked[pick][0]
+            row.notebook = chosen.notebook
+            row.problems += [f"{pick}: {p}" if len(checked) > 1 else p for p in chosen.notes + chosen.repairs]
+            row.repaired = row.repaired or bool(chosen.repairs)
+        rows.append(row)
+    return rows, skipped
+
+
+def _why_failed(log: str, student: str) -> str:
+    text = log.replace("\r", "")
+    for needle, why in (("DeadKernelError", "the kernel died (e.g. the code killed it or ran out of memory)"),
+                        ("Kernel died", "the kernel died (e.g. the code killed it or ran out of memory)"),
+                        ("CellTimeoutError", "a cell ran past the time limit and could not be interrupted"),
+                        ("stopped after", "grading this notebook ran past the overall time limit"),
+                        ("Kernel didn't respond", "the kernel did not start")):
+        if needle in text:
+            return f"nbgrader could not grade it: {why}"
+    return "nbgrader could not grade it (see OUT/.work logs with --keep-work)"
+
+
+class _Worker:
+    def __init__(self, index: int, master: Path, work: Path, assignment: str, db: str, opts: Options):
+        self.root = work / f"worker-{index}"
+        shutil.copytree(master, self.root)
+        self.db = db if db.startswith("postgresql") else f"sqlite:///{self.root / 'gradebook.db'}"
+        self.assignment, self.opts, self.chunks, self.log = assignment, opts, 0, []
+        self.args = [f"--Execute.timeout={opts.timeout}", "--OverwriteCells.add_missing_cells=True"]
+        self.env: dict[str, str] = {}
+        if opts.sandbox:
+            rt, scratch = sandbox_mod.runtime_folder(self.root / "sandbox")
+            share = sandbox_mod.prepare(self.root / "sandbox", opts.limits)
+            self.args += sandbox_mod.nbgrader_args(rt)
+            self.env = sandbox_mod.environment(share, rt, scratch)
+
+    def autograde(self, rows: list[Row]) -> None:
+        self.chunks += 1
+        folder = f"submitted-{self.chunks}"
+        for row in rows:
+            target = self.root / folder / row.student_id / self.assignment
+            target.mkdir(parents=True)
+            (target / f"{self.assignment}.ipynb").write_text(nbformat.writes(row.notebook), encoding="utf-8")
+        per_notebook = self.opts.timeout * 8 + 120
+        status, log = nbgrader(self.root, "autograde", self.assignment, "--force",
+                               f"--CourseDirectory.submitted_directory={folder}", *self.args,
+                               db=self.db, env=self.env, timeout=per_notebook * len(rows))
+        self.log.append(log)
+        missing = [r for r in rows if not self.autograded(r).is_file()]
+        if len(rows) > 1 and missing:  # grade the ones that did not make it alone, so one cannot sink the rest
+            for row in missing:
+                status, log = nbgrader(self.root, "autograde", self.assignment, "--force", f"--student={row.student_id}",
+                                       f"--CourseDirectory.submitted_directory={folder}", *self.args,
+                                       db=self.db, env=self.env, timeout=per_notebook)
+                self.log.append(log)
+                if not self.autograded(row).is_file():
+                    row.problems.append(_why_failed(log, row.student_id))
+        elif missing:
+            missing[0].problems.append(_why_failed(log, missing[0].student_id))
+
+    def autograded(self, row: Row) -> Path:
+        return self.root / "autograded" / row.student_id / self.assignment / f"{self.assignment}.ipynb"
+
+    def feedback(self) -> None:
+        if any((self.root / "autograded").glob("*")):
+            status, log = nbgrader(self.root, "generate_feedback", self.assignment, "--force", db=self.db)
+            self.log.append(log)
+
+
+def _scores(db: str, assignment: str, students: list[str]) -> dict[str, dict]:
+    from nbgrader.api import Gradebook, MissingEntry
+
+    found = {}
+    with Gradebook(db, "manyheads") as gb:
+        for student in students:
+            try:
+                sub = gb.find_submission(assignment, student)
+            except MissingEntry:
+                continue
+            [nb] = sub.notebooks
+            found[student] = {g.name: (g.auto_score, g.max_score, g.needs_manual_grade, g.cell_type)
+                              for g in nb.grades}
+    return found
+
+
+def merge_sqlite(target: Path, sources: list[Path]) -> None:
+    """Merge worker gradebooks into ``target`` (a copy of the master gradebook): every row once, in FK order."""
+    from nbgrader.api import Base
+
+    tables = [t.name for t in Base.metadata.sorted_tables]
+    with sqlite3.connect(target) as con:
+        for i, source in enumerate(sources):
+            con.execute(f"ATTACH DATABASE ? AS w{i}", (str(source),))
+            for table in tables:
+                con.execute(f"INSERT OR IGNORE INTO main.{table} SELECT * FROM w{i}.{table}")
+            con.commit()
+            con.execute(f"DETACH DATABASE w{i}")
+
+
+def grade(assignment: str, submissions: Path, out: Path, opts: Options, course: Path | None = None) -> tuple[list[Row], dict]:
+    """Grade every student's submission; write nothing but ``out``. Returns the rows and facts for the report."""
+    started = time.monotonic()
+    source = find_course(assignment, course)
+    submissions = Path(submissions).resolve()
+    out = Path(out).resolve()
+    if out == submissions or submissions in out.parents or out in submissions.parents:
+        raise GradingError("--out must be outside SUBMISSIONS (the submissions are never modified)")
+    if opts.sandbox and (why := sandbox_mod.available()):
+        raise GradingError(why)
+    out.mkdir(parents=True, exist_ok=True)
+    work = out / ".work"
+    shutil.rmtree(work, ignore_errors=True)
+    master = work / "course"
+    db = normalise_db(opts.db) if opts.db else f"sqlite:///{master / 'gradebook.db'}"
+    release = release_course(source, assignment, master, db)
+    rows, skipped = check_submissions(submissions, release, assignment, opts.pattern)
+    todo = [r for r in rows if r.notebook is not None]
+    jobs = max(1, min(opts.jobs, len(todo)))
+    workers = [_Worker(i, master, work, assignment, db, opts) for i in range(jobs)]
+    chunk = opts.chunk or max(1, min(8, -(-len(todo) // (jobs * 2))))
+    tasks: queue.Queue = queue.Queue()
+    for i in range(0, len(todo), chunk):
+        tasks.put(todo[i:i + chunk])
+    where: dict[str, _Worker] = {}
+    errors: list[BaseException] = []
+
+    def run(worker: _Worker) -> None:
+        try:
+            while True:
+                try:
+                    batch = tasks.get_nowait()
+                except queue.Empty:
+                    break
+                for row in batch:
+                    where[row.student_id] = worker
+                worker.autograde(batch)
+            worker.feedback()
+        except BaseException as exc:  # reported after the other workers finish
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(w,)) for w in workers]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+    # Scores from the gradebook(s), feedback into OUT/feedback/<student>/<notebook>.html
+    test_ids = [c.metadata["nbgrader"]["grade_id"] for c in release.cells
+                if c.metadata.get("nbgrader", {}).get("grade") and not c.metadata["nbgrader"].get("solution")]
+    points = {c.metadata["nbgrader"]["grade_id"]: float(c.metadata["nbgrader"]["points"]) for c in release.cells
+              if c.metadata.get("nbgrader", {}).get("grade_id") in test_ids}
+    by_worker: dict[int, list[str]] = {}
+    for student, worker in where.items():
+        by_worker.setdefault(id(worker), []).append(student)
+    scores: dict[str, dict] = {}
+    for worker in workers:
+        scores.update(_scores(worker.db, assignment, by_worker.get(id(worker), [])))
+    for row in rows:
+        worker = where.get(row.student_id)
+        if worker is None or not worker.autograded(row).is_file() or row.student_id not in scores:
+            row.status = "failed"
+            if row.notebook is not None and not any(p.startswith("nbgrader could not") for p in row.problems):
+                row.problems.append("nbgrader could not grade it")
+            continue
+        got = scores[row.student_id]
+        row.tests = {g: got.get(g, (None,))[0] for g in test_ids}
+        pending = [g for g in test_ids if got.get(g, (None, 0, True))[2]]
+        if pending:
+            row.problems.append(f"needs a manual look: no automatic score for {', '.join(pending)}")
+        row.score = float(sum(v or 0.0 for v in row.tests.values()))
+        row.max_score = float(sum(points.values()))
+        row.status = "repaired" if row.repaired else "graded"
+        html = worker.root / "feedback" / row.student_id / assignment / f"{assignment}.html"
+        if html.is_file():
+            row.feedback = out / "feedback" / row.student_id / f"{assignment}.html"
+            row.feedback.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(html, row.feedback)
+        else:
+            row.problems.append("no feedback file was produced")
+    _publish_course(out / "course", master, workers, assignment, db, opts)
+    if not opts.keep_work:
+        shutil.rmtree(work, ignore_errors=True)
+    facts = {"assignment": assignment, "skipped": skipped, "jobs": jobs, "sandbox": opts.sandbox,
+             "seconds": time.monotonic() - started, "test_ids": test_ids, "points": points,
+             "db": "postgresql" if opts.db and opts.db.startswith("postgresql") else "sqlite",
+             "log": "\n".join(line for w in workers for line in w.log)}
+    return rows, facts
+
+
+def _publish_course(dest: Path, master: Path, workers: list[_Worker], assignment: str, db: str, opts: Options) -> None:
+    """OUT/course: an nbgrader course with the release, the graded notebooks and (with sqlite) the merged gradebook."""
+    shutil.rmtree(dest, ignore_errors=True)
+    dest.mkdir(parents=True)
+    for name in (CONFIG_FILE, "solutions", "exercises"):
+        (shutil.copytree if (master / name).is_dir() else shutil.copy2)(master / name, dest / name)
+    if not db.startswith("postgresql"):
+        shutil.copy2(master / "gradebook.db", dest / "gradebook.db")
+        merge_sqlite(dest / "gradebook.db", [w.root / "gradebook.db" for w in workers])
+    else:
+        with open(dest / CONFIG_FILE, "a", encoding="utf-8") as config:
+            config.write(f"\n# Written by manyheads grade: the class's gradebook.\nc.CourseDirectory.db_url = {db!r}\n")
+    for worker in workers:
+        for step in ("autograded", "feedback"):
+            if (worker.root / step).is_dir():
+                shutil.copytree(worker.root / step, dest / step, dirs_exist_ok=True)
+        for submitted in worker.root.glob("submitted-*"):
+            shutil.copytree(submitted, dest / "submitted", dirs_exist_ok=True)

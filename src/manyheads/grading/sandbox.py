@@ -1,0 +1,166 @@
+"""A bubblewrap sandbox for the kernels that run student code (tooling-notes §3.4, made per-course and tested).
+
+:func:`prepare` writes a Jupyter kernel spec ``manyheads-sandbox`` whose launcher script runs ipykernel inside
+``bwrap`` under ``prlimit``:
+
+* no network (own network namespace: only ``lo``), own PID/IPC/UTS namespaces, killed with its grader;
+* a read-only view of ``/usr``, ``/etc``, the Python installation, the virtual environment and the ``manyheads``
+  package only: the course folder, the solutions, the gradebook, the submissions and the other students' files do
+  not exist inside; ``/tmp`` is a private tmpfs; the working directory is an empty scratch folder of its own;
+* as root, the kernel runs as ``nobody`` with no capabilities (``setpriv``), so limits on processes hold;
+* limits: address space (memory), CPU seconds, processes, file size, open files, no core dumps; every output stream
+  of the kernel is cut after ``output_limit`` bytes (``launcher.py``), and nbgrader's per-cell timeout interrupts
+  with a message (``interrupt_mode: message``: a signal would not cross the PID namespace).
+
+The kernel and nbgrader talk over Unix sockets (``KernelManager.transport=ipc``) in a per-worker runtime folder,
+which works across network namespaces. See :func:`nbgrader_args` and :func:`environment`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import sysconfig
+from dataclasses import dataclass
+from pathlib import Path
+
+import manyheads
+
+KERNEL_NAME = "manyheads-sandbox"
+INSTALL_HINT = ("the sandbox needs bubblewrap (`bwrap`): install it with `sudo apt-get install bubblewrap` "
+                "(Debian/Ubuntu) or `sudo dnf install bubblewrap` (Fedora), or pass --no-sandbox to grade without "
+                "it (only for submissions you trust)")
+NOBODY = 65534
+
+
+@dataclass(frozen=True)
+class Limits:
+    memory_bytes: int = 4_000_000_000
+    cpu_seconds: int = 600
+    processes: int = 256
+    file_bytes: int = 50_000_000
+    open_files: int = 1024
+    output_limit: int = 2_000_000
+
+
+LAUNCHER = '''\
+"""Start ipykernel with every output stream cut after a fixed number of bytes (written by manyheads.grading)."""
+import sys
+LIMIT = {limit}
+from ipykernel import iostream
+_write = iostream.OutStream.write
+def write(self, text):
+    used = getattr(self, "_mh_used", 0)
+    if used >= LIMIT:
+        return len(text)
+    self._mh_used = used + len(text)
+    if self._mh_used > LIMIT:
+        text = text[: LIMIT - used] + "\\n[output cut by the grader after {limit} characters]\\n"
+    return _write(self, text)
+iostream.OutStream.write = write
+from ipykernel import kernelapp
+kernelapp.launch_new_instance()
+'''
+
+
+def available() -> str | None:
+    """None if bubblewrap is installed and works here, else why not (with how to install it)."""
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        return f"bubblewrap is not installed: {INSTALL_HINT}"
+    probe = subprocess.run([bwrap, "--unshare-net", "--unshare-pid", "--ro-bind", "/", "/", "--dev", "/dev",
+                            "--proc", "/proc", "true"], capture_output=True, text=True)
+    if probe.returncode != 0:
+        return (f"bubblewrap is installed but cannot create a sandbox here ({probe.stderr.strip()[:200]}); "
+                "user namespaces may be disabled (sysctl kernel.unprivileged_userns_clone=1), or pass --no-sandbox")
+    return None
+
+
+def _ro_binds() -> list[str]:
+    """Paths the kernel may read: system files, the Python installation, the venv and the manyheads package."""
+    paths = {"/usr", "/etc", sys.base_prefix, sys.prefix, sysconfig.get_paths()["purelib"],
+             str(Path(manyheads.__file__).resolve().parent)}
+    real = {str(Path(sys.executable).resolve().parent.parent)}
+    return sorted(p for p in paths | real if p and Path(p).exists())
+
+
+def _outermost(paths: list[str]) -> list[str]:
+    """The paths not inside another one of them, sorted."""
+    paths = sorted(set(paths))
+    return [p for p in paths if not any(p != q and p.startswith(q.rstrip("/") + "/") for q in paths)]
+
+
+def prepare(folder: Path, limits: Limits = Limits()) -> Path:
+    """Write the kernel spec (under ``folder/share/jupyter/kernels``) and its launcher; return the share folder."""
+    folder = Path(folder).resolve()
+    spec_dir = folder / "share" / "jupyter" / "kernels" / KERNEL_NAME
+    spec_dir.mkdir(parents=True, exist_ok=True)
+    (spec_dir / "launcher.py").write_text(LAUNCHER.format(limit=limits.output_limit), encoding="utf-8")
+    as_root = os.geteuid() == 0
+    ro = _outermost(_ro_binds() + [str(spec_dir)])
+    # bwrap creates missing parents of mount points with mode 0700, which nobody cannot cross: create them 0755.
+    parents = sorted({str(p) for path in ro for p in Path(path).parents if str(p) != "/"
+                      and not any(str(p) == r or str(p).startswith(r + "/") for r in ro)}, key=len)
+    dirs = " ".join(f"--perms 0755 --dir {shlex.quote(p)}" for p in parents if not p.startswith(("/usr", "/tmp")) or
+                    p.startswith("/tmp/"))
+    binds = " ".join(f"--ro-bind {shlex.quote(p)} {shlex.quote(p)}" for p in ro)
+    # As root: bwrap without a user namespace, then setpriv drops to nobody (no capabilities, no new privileges).
+    # Not root: bwrap makes a user namespace itself and the kernel keeps the instructor's uid, without capabilities.
+    unshare = ("--unshare-net --unshare-pid --unshare-ipc --unshare-uts --unshare-cgroup-try" if as_root
+               else "--unshare-all --cap-drop ALL")
+    drop = (f"setpriv --reuid={NOBODY} --regid={NOBODY} --clear-groups --inh-caps=-all --bounding-set=-all "
+            "--no-new-privs --" if as_root else "")
+    script = f"""#!/bin/sh
+# Runs one sandboxed kernel (written by manyheads.grading.sandbox). $1 = the connection file.
+set -e
+CONN="$1"
+RT="$(dirname "$CONN")"
+RT_PARENTS="$(d="$RT"; while d="$(dirname "$d")"; [ "$d" != / ]; do echo "$d"; done | sort)"
+SCRATCH="$(mktemp -d "$MANYHEADS_SCRATCH/kernel-XXXXXXXX")"
+chmod 0777 "$SCRATCH"
+cp "$CONN" "$SCRATCH/.connection.json" && chmod 0644 "$SCRATCH/.connection.json"
+exec 2>>"$MANYHEADS_SCRATCH/../kernel.log" prlimit --as={limits.memory_bytes} --cpu={limits.cpu_seconds} --nproc={limits.processes} \\
+  --fsize={limits.file_bytes} --nofile={limits.open_files} --core=0 -- \\
+  bwrap {unshare} --die-with-parent --new-session \\
+  --dev /dev --proc /proc --tmpfs /tmp --perms 0755 --dir /run --perms 0755 --dir /home \\
+  {dirs} \\
+  {binds} \\
+  --symlink usr/lib /lib --symlink usr/lib64 /lib64 --symlink usr/bin /bin --symlink usr/sbin /sbin \\
+  $(for d in $RT_PARENTS; do printf -- '--perms 0755 --dir %s ' "$d"; done) \\
+  --bind "$RT" "$RT" --bind "$SCRATCH" /home/student --chdir /home/student \\
+  --clearenv --setenv HOME /home/student --setenv MPLCONFIGDIR /tmp --setenv PATH /usr/bin:/bin \\
+  --setenv LANG C.UTF-8 --setenv OMP_NUM_THREADS 1 --setenv MKL_NUM_THREADS 1 \\
+  {drop} {shlex.quote(sys.executable)} {shlex.quote(str(spec_dir / "launcher.py"))} -f /home/student/.connection.json
+"""
+    run = spec_dir / "run-kernel.sh"
+    run.write_text(script, encoding="utf-8")
+    run.chmod(0o755)
+    (spec_dir / "kernel.json").write_text(json.dumps({
+        "argv": [str(run), "{connection_file}"], "display_name": "Python 3 (manyheads sandbox)",
+        "language": "python", "interrupt_mode": "message",
+    }, indent=1), encoding="utf-8")
+    return folder / "share" / "jupyter"
+
+
+def runtime_folder(worker: Path) -> tuple[Path, Path]:
+    """(runtime folder for connection files and sockets, scratch root for kernels' working folders) of a worker."""
+    rt, scratch = Path(worker) / "rt", Path(worker) / "kernels"
+    for p in (rt, scratch):
+        p.mkdir(parents=True, exist_ok=True)
+        p.chmod(0o1777 if p == rt else 0o700)
+    return rt.resolve(), scratch.resolve()
+
+
+def nbgrader_args(rt: Path) -> list[str]:
+    return [f"--Execute.kernel_name={KERNEL_NAME}", "--KernelManager.transport=ipc",
+            f"--KernelManager.ip={rt / 'kernel'}"]
+
+
+def environment(share: Path, rt: Path, scratch: Path) -> dict[str, str]:
+    """Variables for the nbgrader process: where the kernel spec lives and where connection files go."""
+    return {"JUPYTER_PATH": str(share), "TMPDIR": str(rt), "JUPYTER_RUNTIME_DIR": str(rt),
+            "MANYHEADS_SCRATCH": str(scratch)}
