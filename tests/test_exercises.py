@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 import re
-import shutil
 from pathlib import Path
 
 import nbformat
@@ -20,9 +19,7 @@ from manyheads import checks, release
 from manyheads.attention import scaled_dot_product_attention as reference_attention
 from manyheads.hygiene import setup_cell_source
 
-from nbgrader_course import (
-    ROOT, errors, finish, grades, new_course, once_per_run, run_nbgrader, start_nbgrader, submit, with_answers,
-)
+from nbgrader_course import ROOT, autograde_submissions, once_per_run, run_nbgrader
 
 ASSIGNMENTS = release.assignments(ROOT)
 EX1 = "01_single_head_bottleneck"
@@ -396,33 +393,8 @@ def test_nbgrader_validate(tmp_path, name, which):
 
 
 def _autograde_exercise_1(base: Path) -> dict:
-    """Release exercise 1 with a gradebook, submit every variant, autograde them, and collect what nbgrader decided.
-
-    The submissions are split over two copies of the course, autograded at the same time (one per core): nbgrader
-    itself grades one submission after the other.
-    """
-    course = new_course(base / "course-0", EX1)
-    exercise = nbformat.read(course / release.RELEASE_DIR / EX1 / f"{EX1}.ipynb", as_version=4)
-    solution = nbformat.read(course / release.SOURCE_DIR / EX1 / f"{EX1}.ipynb", as_version=4)
-    reference = {
-        c.metadata["nbgrader"]["grade_id"]: c.source for c in solution.cells
-        if c.metadata.get("nbgrader", {}).get("solution") and c.cell_type == "code"
-    }
-    submissions = {"solution": solution, "blank": exercise}
-    for student, (answers, _) in SUBMISSIONS.items():
-        submissions[student] = with_answers(exercise, {**reference, **answers})
-    courses = [course, base / "course-1"]
-    shutil.copytree(course, courses[1])
-    for i, (student, nb) in enumerate(submissions.items()):
-        submit(courses[i % 2], student, EX1, nb)
-    finished = [finish(p) for p in [start_nbgrader(c, "autograde", EX1, "--force") for c in courses]]
-    found: dict = {"returncode": max(status for status, _ in finished), "log": "".join(out for _, out in finished),
-                   "grades": {}, "errors": {}}
-    for c in courses:
-        found["grades"].update(grades(c, EX1))
-    for i, student in enumerate(submissions):
-        found["errors"][student] = errors(courses[i % 2], student, EX1)
-    return found
+    """Release exercise 1 with a gradebook, submit every variant, autograde them, and collect what nbgrader decided."""
+    return autograde_submissions(base, EX1, {student: answers for student, (answers, _) in SUBMISSIONS.items()})
 
 
 @pytest.fixture(scope="session")
