@@ -7,7 +7,6 @@ lost points. The generic release checks (regeneration, validate, metadata) are i
 from __future__ import annotations
 
 import math
-import shutil
 
 import nbformat
 import pytest
@@ -18,7 +17,7 @@ from manyheads import release
 from manyheads.attention import merge_heads as ref_merge
 from manyheads.attention import split_heads as ref_split
 
-from nbgrader_course import ROOT, errors, finish, grades, new_course, once_per_run, start_nbgrader, submit, with_answers
+from nbgrader_course import ROOT, autograde_submissions, once_per_run
 
 EX3 = "03_head_size"
 SOURCE = ROOT / release.SOURCE_DIR / EX3 / f"{EX3}.ipynb"
@@ -285,33 +284,11 @@ SUBMISSIONS = {  # student → (answers by grade_id, expected automatic scores)
 }
 
 
-def _autograde(base) -> dict:
-    course = new_course(base / "course-0", EX3)
-    exercise = nbformat.read(course / release.RELEASE_DIR / EX3 / f"{EX3}.ipynb", as_version=4)
-    solution = nbformat.read(course / release.SOURCE_DIR / EX3 / f"{EX3}.ipynb", as_version=4)
-    reference = {c.metadata["nbgrader"]["grade_id"]: c.source for c in solution.cells
-                 if c.metadata.get("nbgrader", {}).get("solution") and c.cell_type == "code"}
-    submissions = {"solution": solution, "blank": exercise}
-    for student, (answers, _) in SUBMISSIONS.items():
-        submissions[student] = with_answers(exercise, {**reference, **answers})
-    courses = [course, base / "course-1"]
-    shutil.copytree(course, courses[1])
-    for i, (student, nb) in enumerate(submissions.items()):
-        submit(courses[i % 2], student, EX3, nb)
-    finished = [finish(p) for p in [start_nbgrader(c, "autograde", EX3, "--force") for c in courses]]
-    found: dict = {"returncode": max(s for s, _ in finished), "log": "".join(o for _, o in finished),
-                   "grades": {}, "errors": {}}
-    for c in courses:
-        found["grades"].update(grades(c, EX3))
-    for i, student in enumerate(submissions):
-        found["errors"][student] = errors(courses[i % 2], student, EX3)
-    return found
-
-
 @pytest.fixture(scope="session")
 def autograded(tmp_path_factory, worker_id):
     return once_per_run(tmp_path_factory, worker_id, "autograde-exercise-3",
-                        lambda: _autograde(tmp_path_factory.mktemp("course3")))
+                        lambda: autograde_submissions(tmp_path_factory.mktemp("course3"), EX3,
+                                                      {student: answers for student, (answers, _) in SUBMISSIONS.items()}))
 
 
 def _auto(autograded, student):
