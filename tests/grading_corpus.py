@@ -188,13 +188,16 @@ def build(submissions: Path, out: Path, marker: str = "mh-pwned") -> list[Case]:
         raw=dump(good)[:5000])
     add(Case("not_notebook", "valid JSON but not a notebook", "failed", None, problems_have=("not a Jupyter",)),
         raw=b'{"hello": "world"}')
-    add(Case("infinite_loop", "correct, then a cell that never ends", "graded", FULL),
+    add(Case("infinite_loop", "correct, then a cell that never ends", "graded", FULL,
+             problems_have=("time limit",)),
         with_extra(good, "while True:\n    pass"))
-    add(Case("memory_bomb", "correct, then a 20 GiB allocation", "graded", FULL, feedback_has=("MemoryError",)),
+    add(Case("memory_bomb", "correct, then a 20 GiB allocation", "graded", FULL, feedback_has=("MemoryError",),
+             problems_have=("out of memory",)),
         with_extra(good, "hog = bytearray(20 * 2**30)"))
     add(Case("kills_kernel", "kills its own kernel", "failed", None, problems_have=("kernel died",)),
         with_extra(good, "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)", after="softmax"))
-    add(Case("huge_output", "correct, then prints 50 MB", "graded", FULL, feedback_has=("output cut by the grader",)),
+    add(Case("huge_output", "correct, then prints 50 MB", "graded", FULL, feedback_has=("output cut by the grader",),
+             problems_have=("output cut",)),
         with_extra(good, "print('x' * 50_000_000)"))
     add(Case("network", "correct, then calls out to the network", "graded", FULL, feedback_has=("network blocked",)),
         with_extra(good, "import urllib.request\ntry:\n    urllib.request.urlopen('http://93.184.215.14', timeout=5)\n"

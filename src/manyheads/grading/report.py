@@ -41,7 +41,7 @@ def write_report(path: Path, rows, facts: dict) -> None:
         f"{len(rows)} students: {counts['graded']} graded, {counts['repaired']} graded after a repair, "
         f"{counts['failed']} failed. Automatic points out of {max_score:g} "
         f"({', '.join(f'{g} {p:g}' for g, p in facts['points'].items())}); written answers are graded by hand "
-        "in nbgrader's formgrader (`cd OUT/course && nbgrader formgrader`) and are not in these scores.",
+        "in nbgrader's formgrader on `OUT/course` and are not in these scores.",
         "",
         f"Mean score {sum(scored) / len(scored):.2f} over {len(scored)} graded notebooks." if scored else
         "No notebook could be graded.",

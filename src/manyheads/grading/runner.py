@@ -107,13 +107,34 @@ def find_course(assignment: str, course: Path | None = None) -> Path:
     raise GradingError(f"no nbgrader course (nbgrader_config.py + solutions/) in {', '.join(map(str, candidates))}")
 
 
+def _released(db: str, assignment: str) -> bool:
+    """Whether the gradebook at ``db`` already holds the assignment with its notebooks."""
+    from nbgrader.api import Gradebook, MissingEntry
+    from sqlalchemy.exc import SQLAlchemyError
+
+    for attempt in range(5):  # opening a new gradebook creates its tables: two graders may race to do it
+        try:
+            with Gradebook(db, "manyheads") as gb:
+                return bool(gb.find_assignment(assignment).notebooks)
+        except MissingEntry:
+            return False
+        except SQLAlchemyError:
+            if attempt == 4:
+                raise
+            time.sleep(1 + attempt)
+    return False
+
+
 def release_course(source: Path, assignment: str, work: Path, db: str) -> nbformat.NotebookNode:
     """Copy the course's config and the assignment's source into ``work`` and release it with the gradebook."""
     work.mkdir(parents=True)
     shutil.copy2(source / CONFIG_FILE, work / CONFIG_FILE)
     shutil.copytree(source / "solutions" / assignment, work / "solutions" / assignment)
+    # In a shared gradebook that already holds the assignment, another grader may be autograding right now:
+    # re-releasing would rewrite the rows its submissions point to, so only the files are generated (--no-db).
+    no_db = ["--no-db"] if db.startswith("postgresql") and _released(db, assignment) else []
     for attempt in range(3):  # a shared PostgreSQL gradebook: another grader may be releasing at the same moment
-        status, output = nbgrader(work, "generate_assignment", assignment, "--force", db=db)
+        status, output = nbgrader(work, "generate_assignment", assignment, "--force", *no_db, db=db)
         if status == 0 or not db.startswith("postgresql"):
             break
         time.sleep(2 + 3 * attempt)
@@ -221,6 +242,29 @@ def _scores(db: str, assignment: str, students: list[str]) -> dict[str, dict]:
     return found
 
 
+RUN_NOTES = {
+    "time": "a cell hit the time limit and was interrupted",
+    "memory": "a cell ran out of memory (MemoryError)",
+    "output": "output cut at the grader's limit",
+}
+
+
+def _run_notes(path: Path) -> list[str]:
+    """What happened while the notebook ran that the instructor should know (limits hit), from its outputs."""
+    nb = nbformat.read(path, as_version=4)
+    hit = set()
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            if out.get("output_type") == "error":
+                if out.get("ename") in ("KeyboardInterrupt", "CellTimeoutError", "TimeoutError"):
+                    hit.add("time")
+                elif out.get("ename") == "MemoryError":
+                    hit.add("memory")
+            elif "[output cut by the grader" in str(out.get("text", "")):
+                hit.add("output")
+    return [RUN_NOTES[k] for k in RUN_NOTES if k in hit]
+
+
 def merge_sqlite(target: Path, sources: list[Path]) -> None:
     """Merge worker gradebooks into ``target`` (a copy of the master gradebook): every row once, in FK order."""
     from nbgrader.api import Base
@@ -306,6 +350,7 @@ def grade(assignment: str, submissions: Path, out: Path, opts: Options, course: 
         pending = [g for g in test_ids if got.get(g, (None, 0, True))[2]]
         if pending:
             row.problems.append(f"needs a manual look: no automatic score for {', '.join(pending)}")
+        row.problems += _run_notes(worker.autograded(row))
         row.score = float(sum(v or 0.0 for v in row.tests.values()))
         row.max_score = float(sum(points.values()))
         row.status = "repaired" if row.repaired else "graded"
