@@ -299,7 +299,9 @@ def grade(assignment: str, submissions: Path, out: Path, opts: Options, course: 
     todo = [r for r in rows if r.notebook is not None]
     jobs = max(1, min(opts.jobs, len(todo)))
     workers = [_Worker(i, master, work, assignment, db, opts) for i in range(jobs)]
-    chunk = opts.chunk or max(1, min(8, -(-len(todo) // (jobs * 2))))
+    # One nbgrader process per chunk: its start-up costs seconds, so chunks are large (one per job for a small
+    # class); a large class is cut into several chunks per job, taken from a queue so that the jobs stay balanced.
+    chunk = opts.chunk or max(1, min(25, -(-len(todo) // jobs)))
     tasks: queue.Queue = queue.Queue()
     for i in range(0, len(todo), chunk):
         tasks.put(todo[i:i + chunk])
