@@ -176,7 +176,10 @@ def _why_failed(log: str, student: str) -> str:
                         ("Kernel didn't respond", "the kernel did not start")):
         if needle in text:
             return f"nbgrader could not grade it: {why}"
-    return "nbgrader could not grade it (see OUT/.work logs with --keep-work)"
+    errors = [line.strip() for line in text.splitlines() if ("Error" in line or "ERROR" in line)
+              and "above traceback" not in line and "There was an error processing" not in line]
+    last = f": {errors[-1][:200]}" if errors else ""
+    return f"nbgrader could not grade it{last} (full log in OUT/.work with --keep-work)"
 
 
 class _Worker:
@@ -187,8 +190,10 @@ class _Worker:
         self.assignment, self.opts, self.chunks, self.log = assignment, opts, 0, []
         self.args = [f"--Execute.timeout={opts.timeout}", "--OverwriteCells.add_missing_cells=True"]
         self.env: dict[str, str] = {}
+        self.rt: Path | None = None
         if opts.sandbox:
             rt, scratch = sandbox_mod.runtime_folder(self.root / "sandbox")
+            self.rt = rt
             share = sandbox_mod.prepare(self.root / "sandbox", opts.limits)
             self.args += sandbox_mod.nbgrader_args(rt)
             self.env = sandbox_mod.environment(share, rt, scratch)
@@ -327,6 +332,9 @@ def grade(assignment: str, submissions: Path, out: Path, opts: Options, course: 
         t.start()
     for t in threads:
         t.join()
+    for worker in workers:
+        if worker.rt is not None:
+            shutil.rmtree(worker.rt, ignore_errors=True)
     if errors:
         raise errors[0]
     # Scores from the gradebook(s), feedback into OUT/feedback/<student>/<notebook>.html

@@ -25,6 +25,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -151,10 +152,13 @@ exec 2>>"$MANYHEADS_SCRATCH/../kernel.log" prlimit --as={limits.memory_bytes} --
 
 def runtime_folder(worker: Path) -> tuple[Path, Path]:
     """(runtime folder for connection files and sockets, scratch root for kernels' working folders) of a worker."""
-    rt, scratch = Path(worker) / "rt", Path(worker) / "kernels"
-    for p in (rt, scratch):
-        p.mkdir(parents=True, exist_ok=True)
-        p.chmod(0o1777 if p == rt else 0o700)
+    # Unix socket paths are limited to 107 bytes, so the runtime folder is a short temporary one, not under OUT;
+    # the caller removes it (see ``runner``).
+    rt = Path(tempfile.mkdtemp(prefix="mh-rt-"))
+    scratch = Path(worker) / "kernels"
+    scratch.mkdir(parents=True, exist_ok=True)
+    rt.chmod(0o1777)
+    scratch.chmod(0o700)
     return rt.resolve(), scratch.resolve()
 
 
