@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: book test env vendor browser exercises clean-notebooks benchmarks clean
+.PHONY: book test env vendor system-packages exercises clean-notebooks benchmarks clean
 
 # Reinstall only when the pinned list or the package metadata change.
 $(STAMP): requirements.txt pyproject.toml
@@ -25,13 +25,20 @@ vendor:
 	$(BIN)/python assets/vendor.py
 
 # Every test: package, notebook hygiene, exercise pipeline with real nbgrader, chapter execution.
-test: $(STAMP) vendor browser
+test: $(STAMP) vendor system-packages
 	$(BIN)/python -m pytest -n 2 --dist loadfile --timeout=1800
 
-# Headless Chromium from Debian, for the tests that open built pages.
-browser:
-	@command -v chromium >/dev/null || { [ "$$(id -u)" = 0 ] && apt-get update -qq && apt-get install -y -qq chromium >/dev/null; } \
-	  || { echo "Install Debian's chromium package (sudo apt-get install chromium) and run make test again"; exit 1; }
+# Debian packages the tests use for real: Chromium (built pages), bubblewrap (the grading sandbox), PostgreSQL
+# (a shared gradebook). Installed when missing and running as root; otherwise say what to install.
+system-packages:
+	@missing=""; \
+	command -v chromium >/dev/null || missing="$$missing chromium"; \
+	command -v bwrap >/dev/null || missing="$$missing bubblewrap"; \
+	ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || missing="$$missing postgresql"; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	  else echo "Install these Debian packages and run make test again: sudo apt-get install$$missing"; exit 1; fi; \
+	fi
 
 # Regenerate the student versions in exercises/ from the nbgrader sources in solutions/.
 exercises: $(STAMP)
