@@ -156,3 +156,8 @@ def autograde_submissions(base: Path, assignment: str, answers: dict[str, dict[s
     for i, student in enumerate(submissions):
         found["errors"][student] = errors(courses[i % copies], student, assignment)
     return found
+
+
+def auto_scores(autograded: dict, student: str) -> dict[str, float]:
+    """Points each autograded test cell (grade_id ``test_*``) gave ``student``, from :func:`autograde_submissions`."""
+    return {g: s[0] for g, s in autograded["grades"][student].items() if g.startswith("test_")}

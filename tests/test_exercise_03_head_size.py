@@ -17,7 +17,7 @@ from manyheads import release
 from manyheads.attention import merge_heads as ref_merge
 from manyheads.attention import split_heads as ref_split
 
-from nbgrader_course import ROOT, autograde_submissions, once_per_run
+from nbgrader_course import ROOT, auto_scores, autograde_submissions, once_per_run
 
 EX3 = "03_head_size"
 SOURCE = ROOT / release.SOURCE_DIR / EX3 / f"{EX3}.ipynb"
@@ -291,9 +291,6 @@ def autograded(tmp_path_factory, worker_id):
                                                       {student: answers for student, (answers, _) in SUBMISSIONS.items()}))
 
 
-def _auto(autograded, student):
-    return {g: s[0] for g, s in autograded["grades"][student].items() if g.startswith("test_")}
-
 
 @pytest.mark.slow
 def test_autograde_ran_cleanly(autograded):
@@ -304,7 +301,7 @@ def test_autograde_ran_cleanly(autograded):
 
 @pytest.mark.slow
 def test_solution_gets_full_marks_and_the_written_answer_waits_for_a_person(autograded):
-    assert _auto(autograded, "solution") == FULL
+    assert auto_scores(autograded, "solution") == FULL
     assert autograded["errors"]["solution"] == []
     _, max_score, needs_manual = autograded["grades"]["solution"]["more_heads_cost"]
     assert needs_manual and max_score == 2.0
@@ -312,7 +309,7 @@ def test_solution_gets_full_marks_and_the_written_answer_waits_for_a_person(auto
 
 @pytest.mark.slow
 def test_released_exercise_gets_zero_and_fails_only_with_not_implemented_error(autograded):
-    assert _auto(autograded, "blank") == dict.fromkeys(FULL, 0.0)
+    assert auto_scores(autograded, "blank") == dict.fromkeys(FULL, 0.0)
     found = autograded["errors"]["blank"]
     assert found and {name for _, name in found} == {"NotImplementedError"}, found
 
@@ -320,4 +317,4 @@ def test_released_exercise_gets_zero_and_fails_only_with_not_implemented_error(a
 @pytest.mark.slow
 @pytest.mark.parametrize("student", SUBMISSIONS)
 def test_variants_get_the_points_they_deserve(autograded, student):
-    assert _auto(autograded, student) == SUBMISSIONS[student][1]
+    assert auto_scores(autograded, student) == SUBMISSIONS[student][1]

@@ -15,7 +15,7 @@ import torch
 
 from manyheads import analysis, release
 
-from nbgrader_course import ROOT, autograde_submissions, once_per_run
+from nbgrader_course import ROOT, auto_scores, autograde_submissions, once_per_run
 
 EX4 = "04_specialization"
 SOURCE = ROOT / release.SOURCE_DIR / EX4 / f"{EX4}.ipynb"
@@ -173,9 +173,6 @@ def autograded(tmp_path_factory, worker_id):
                         lambda: autograde_submissions(tmp_path_factory.mktemp("course4"), EX4, SUBMISSIONS))
 
 
-def _auto(autograded, student):
-    return {g: s[0] for g, s in autograded["grades"][student].items() if g.startswith("test_")}
-
 
 @pytest.mark.slow
 def test_autograde_ran_cleanly(autograded):
@@ -185,8 +182,8 @@ def test_autograde_ran_cleanly(autograded):
 
 @pytest.mark.slow
 def test_solution_and_alternatives_get_full_marks_and_the_written_answer_waits(autograded):
-    assert _auto(autograded, "solution") == FULL
-    assert _auto(autograded, "alternatives") == FULL
+    assert auto_scores(autograded, "solution") == FULL
+    assert auto_scores(autograded, "alternatives") == FULL
     assert autograded["errors"]["solution"] == []
     _, max_score, needs_manual = autograded["grades"]["solution"]["reading_heads"]
     assert needs_manual and max_score == 2.0
@@ -194,7 +191,7 @@ def test_solution_and_alternatives_get_full_marks_and_the_written_answer_waits(a
 
 @pytest.mark.slow
 def test_released_exercise_gets_zero_and_fails_only_with_not_implemented_error(autograded):
-    assert _auto(autograded, "blank") == dict.fromkeys(FULL, 0.0)
+    assert auto_scores(autograded, "blank") == dict.fromkeys(FULL, 0.0)
     found = autograded["errors"]["blank"]
     assert found and {name for _, name in found} == {"NotImplementedError"}, found
 
@@ -203,4 +200,4 @@ def test_released_exercise_gets_zero_and_fails_only_with_not_implemented_error(a
 @pytest.mark.parametrize("student", BUGS)
 def test_each_known_bug_loses_exactly_its_part(autograded, student):
     part, _ = BUGS[student]
-    assert _auto(autograded, student) == {**FULL, f"test_{part}": 0.0}
+    assert auto_scores(autograded, student) == {**FULL, f"test_{part}": 0.0}

@@ -17,7 +17,7 @@ import manyheads as mh
 from manyheads import checks_subspaces as checks
 from manyheads import subspaces
 
-from nbgrader_course import autograde_submissions, once_per_run
+from nbgrader_course import auto_scores, autograde_submissions, once_per_run
 from test_exercises import nbgrader_cells, source_path
 
 EX2 = "02_subspaces"
@@ -267,9 +267,6 @@ def autograded_2(tmp_path_factory, worker_id):
     )
 
 
-def _auto_scores(found, student):
-    return {g: s[0] for g, s in found["grades"][student].items() if g.startswith("test_")}
-
 
 @pytest.mark.slow
 def test_exercise_2_autograde_ran_cleanly(autograded_2):
@@ -280,11 +277,11 @@ def test_exercise_2_autograde_ran_cleanly(autograded_2):
 
 @pytest.mark.slow
 def test_exercise_2_solution_gets_full_marks_and_blank_gets_zero(autograded_2):
-    assert _auto_scores(autograded_2, "solution") == FULL
+    assert auto_scores(autograded_2, "solution") == FULL
     assert autograded_2["errors"]["solution"] == []
     _, max_score, needs_manual = autograded_2["grades"]["solution"]["one_wide_or_four_narrow"]
     assert needs_manual and max_score == 2.0
-    assert _auto_scores(autograded_2, "blank") == dict.fromkeys(FULL, 0.0)
+    assert auto_scores(autograded_2, "blank") == dict.fromkeys(FULL, 0.0)
     found = autograded_2["errors"]["blank"]
     assert found and {name for _, name in found} == {"NotImplementedError"}, found
 
@@ -292,4 +289,4 @@ def test_exercise_2_solution_gets_full_marks_and_blank_gets_zero(autograded_2):
 @pytest.mark.slow
 @pytest.mark.parametrize("student", SUBMISSIONS)
 def test_exercise_2_variants_get_the_points_they_deserve(autograded_2, student):
-    assert _auto_scores(autograded_2, student) == SUBMISSIONS[student][1]
+    assert auto_scores(autograded_2, student) == SUBMISSIONS[student][1]

@@ -19,7 +19,7 @@ from manyheads import checks, release
 from manyheads.attention import scaled_dot_product_attention as reference_attention
 from manyheads.hygiene import setup_cell_source
 
-from nbgrader_course import ROOT, autograde_submissions, once_per_run, run_nbgrader
+from nbgrader_course import ROOT, auto_scores, autograde_submissions, once_per_run, run_nbgrader
 
 ASSIGNMENTS = release.assignments(ROOT)
 EX1 = "01_single_head_bottleneck"
@@ -405,9 +405,6 @@ def autograded(tmp_path_factory, worker_id):
     )
 
 
-def _auto_scores(autograded, student):
-    return {g: s[0] for g, s in autograded["grades"][student].items() if g.startswith("test_")}
-
 
 @pytest.mark.slow
 def test_autograde_ran_cleanly(autograded):
@@ -418,7 +415,7 @@ def test_autograde_ran_cleanly(autograded):
 
 @pytest.mark.slow
 def test_solution_gets_full_automatic_marks(autograded):
-    assert _auto_scores(autograded, "solution") == FULL
+    assert auto_scores(autograded, "solution") == FULL
     assert autograded["errors"]["solution"] == []
     # The written answer waits for a person.
     auto, max_score, needs_manual = autograded["grades"]["solution"]["one_head_two_targets"]
@@ -427,7 +424,7 @@ def test_solution_gets_full_automatic_marks(autograded):
 
 @pytest.mark.slow
 def test_released_exercise_gets_zero_and_fails_only_with_not_implemented_error(autograded):
-    assert _auto_scores(autograded, "blank") == dict.fromkeys(FULL, 0.0)
+    assert auto_scores(autograded, "blank") == dict.fromkeys(FULL, 0.0)
     assert sum(s[0] or 0.0 for s in autograded["grades"]["blank"].values()) == 0.0
     found = autograded["errors"]["blank"]
     assert found and {name for _, name in found} == {"NotImplementedError"}, found
@@ -438,4 +435,4 @@ def test_released_exercise_gets_zero_and_fails_only_with_not_implemented_error(a
 def test_implementation_variants_get_the_points_they_deserve(autograded, student):
     _, expected = SUBMISSIONS[student]
     expected = expected or {**FULL, "test_scaled_dot_product_attention": 0.0}
-    assert _auto_scores(autograded, student) == expected
+    assert auto_scores(autograded, student) == expected
