@@ -25,7 +25,8 @@ from pathlib import Path
 
 import nbformat
 
-from manyheads.hygiene import REPO_ROOT, SETUP_CELL_MARKER, canonical_text
+from manyheads import hygiene
+from manyheads.hygiene import REPO_ROOT
 
 SOURCE_DIR = "solutions"
 RELEASE_DIR = "exercises"
@@ -48,21 +49,18 @@ def nbgrader_command(*args: str, root: Path) -> list[str]:
 
 
 def release_problems(path: Path) -> list[str]:
-    """What is wrong with one generated release notebook, as human-readable lines (empty when it is fine)."""
+    """What is wrong with one generated release notebook, as human-readable lines (empty when it is fine).
+
+    Everything a committed notebook must satisfy (:func:`manyheads.hygiene.problems`), plus what only a release
+    must: no solution or hidden-test text, and the note saying it is generated.
+    """
+    found = hygiene.problems(path)
     raw = path.read_text(encoding="utf-8")
-    nb = nbformat.reads(raw, as_version=4)
-    found = []
-    try:
-        nbformat.validate(nb)
-    except nbformat.ValidationError as exc:
-        found.append(f"{path}: invalid notebook ({exc.message})")
-    if raw != canonical_text(nb):
-        found.append(f"{path}: not canonical JSON (nbformat.writes + newline)")
-    if any(c.cell_type == "code" and (c.outputs or c.execution_count is not None) for c in nb.cells):
-        found.append(f"{path}: has outputs or execution counts")
     found += [f"{path}: contains {text!r}" for text in FORBIDDEN_IN_RELEASE if text in raw]
-    if not nb.cells or nb.cells[0].cell_type != "code" or not nb.cells[0].source.startswith(SETUP_CELL_MARKER):
-        found.append(f"{path}: the first cell is not the Colab set-up cell")
+    try:
+        nb = nbformat.reads(raw, as_version=4)
+    except Exception:  # already reported by hygiene.problems
+        return found
     if "generated" not in str(nb.metadata.get(GENERATED_NOTE_KEY, {}).get("note", "")):
         found.append(f"{path}: no metadata.{GENERATED_NOTE_KEY}.note saying that the release is generated")
     return found
