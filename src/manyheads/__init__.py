@@ -2,7 +2,7 @@
 
 Modules, one job each: ``attention`` (attention and multi-head attention), ``runtime`` (device and seeds),
 ``tasks`` (synthetic datasets), ``models`` (the small models the chapters train), ``training`` (a seeded training
-loop), ``viz`` (figures and widgets), ``checks`` (the self-checks behind the exercises' visible tests),
+loop), ``viz`` (figures and widgets), ``checks`` (the self-checks behind the exercises' visible tests, built from ``checking``),
 ``pretrained`` (finding and verifying the offline model), ``tokenizer`` and ``encoder`` (a BERT-style encoder on
 ``attention``).
 Maintainer tools, not imported here: ``hygiene`` (notebook cleaning) and ``release`` (regenerating exercises/).
@@ -18,7 +18,7 @@ from manyheads.runtime import device, seed_everything
 
 __version__ = "0.1.0"
 
-_SUBMODULES = {"analysis", "attention", "checks", "checks_head_size", "checks_specialization", "checks_subspaces", "encoder", "headsize", "models", "pretrained", "probes", "runtime", "subspaces", "tasks", "tokenizer", "training", "viz", "widgets_head_budget"}
+_SUBMODULES = {"analysis", "attention", "checking", "checks", "checks_head_size", "checks_specialization", "checks_subspaces", "encoder", "headsize", "models", "pretrained", "probes", "runtime", "subspaces", "tasks", "tokenizer", "training", "viz", "widgets_head_budget"}
 
 __all__ = sorted(_SUBMODULES) + ["MultiHeadAttention", "scaled_dot_product_attention", "device", "seed_everything"]
 

@@ -13,107 +13,71 @@ Exercise 1 (the single-head bottleneck): :func:`check_softmax`, :func:`check_sca
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from typing import Callable
 
 import torch
 from torch import Tensor
 
 from manyheads.attention import scaled_dot_product_attention as _reference_attention
+from manyheads.checking import ATOL, call_student, close_to, fixed_randn, max_abs_diff, report_passed, require_tensor
 
 __all__ = ["check_softmax", "check_scaled_dot_product_attention", "check_attention_entropy"]
-
-# The checks use float64 inputs, so a correct float32 or float64 implementation is far inside these tolerances.
-_ATOL = 1e-5
-_RTOL = 1e-4
-
-
-def _randn(*shape: int, seed: int) -> Tensor:
-    """Reproducible inputs that leave the caller's global random state alone."""
-    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
-
-
-def _close(got: Tensor, want: Tensor) -> bool:
-    return got.shape == want.shape and torch.allclose(got.detach().double(), want.double(), rtol=_RTOL, atol=_ATOL)
-
-
-def _max_diff(got: Tensor, want: Tensor) -> float:
-    return float((got.detach().double() - want.double()).abs().nan_to_num(math.inf).max())
-
-
-def _call(fn: Callable[..., Any], what: str, *args: Any) -> Any:
-    """Call the student's function; any error but NotImplementedError becomes an AssertionError saying where."""
-    try:
-        return fn(*args)
-    except NotImplementedError:
-        raise
-    except Exception as exc:
-        raise AssertionError(f"{fn.__name__} raised {type(exc).__name__} on {what}: {exc}") from exc
-
-
-def _tensor(name: str, value: Any) -> Tensor:
-    if not isinstance(value, Tensor):
-        raise AssertionError(f"{name} should be a torch.Tensor, got {type(value).__name__}")
-    return value
-
-
-def _passed(name: str) -> None:
-    print(f"{name}: all visible checks passed")
 
 
 def check_softmax(softmax: Callable[[Tensor], Tensor]) -> None:
     """Visible test for exercise 1, part 1: ``softmax(scores)`` over the last axis, stable, with -inf entries."""
-    scores = _randn(2, 3, 5, seed=1) * 3
-    weights = _tensor("softmax's result", _call(softmax, "scores of shape (2, 3, 5)", scores))
+    scores = fixed_randn(2, 3, 5, seed=1) * 3
+    weights = require_tensor("softmax's result", call_student(softmax, "scores of shape (2, 3, 5)", scores))
     if tuple(weights.shape) != (2, 3, 5):
         raise AssertionError(f"softmax returned shape {tuple(weights.shape)} but should keep the shape (2, 3, 5)")
     if torch.isnan(weights).any():
         raise AssertionError("softmax returned NaN on ordinary scores")
     if (weights < 0).any():
         raise AssertionError("softmax returned negative weights: exp(x) is never negative")
-    if _close(weights.sum(dim=-2), torch.ones(2, 5, dtype=torch.float64)) and not _close(
+    if close_to(weights.sum(dim=-2), torch.ones(2, 5, dtype=torch.float64)) and not close_to(
         weights.sum(dim=-1), torch.ones(2, 3, dtype=torch.float64)
     ):
         raise AssertionError("the columns sum to 1, not the rows: normalise over the last axis (dim=-1)")
-    if not _close(weights.sum(dim=-1), torch.ones(2, 3, dtype=torch.float64)):
+    if not close_to(weights.sum(dim=-1), torch.ones(2, 3, dtype=torch.float64)):
         raise AssertionError(
             f"each row should sum to 1, but the sums range from {float(weights.sum(-1).min()):.4f} to "
             f"{float(weights.sum(-1).max()):.4f}: divide by the sum over the last axis (keepdim=True)"
         )
-    if not _close(weights, torch.softmax(scores, dim=-1)):
+    if not close_to(weights, torch.softmax(scores, dim=-1)):
         raise AssertionError(
-            f"softmax differs from exp(x) / sum(exp(x)) by up to {_max_diff(weights, torch.softmax(scores, -1)):.3g}"
+            f"softmax differs from exp(x) / sum(exp(x)) by up to {max_abs_diff(weights, torch.softmax(scores, -1)):.3g}"
         )
 
     big = torch.tensor([[1000.0, 1001.0, 1002.0], [-1000.0, -1001.0, -1002.0]], dtype=torch.float64)
-    weights = _tensor("softmax's result", _call(softmax, "large scores like 1000", big))
+    weights = require_tensor("softmax's result", call_student(softmax, "large scores like 1000", big))
     if not torch.isfinite(weights).all():
         raise AssertionError(
             "softmax returned inf or NaN for scores around ±1000: exp overflows (or every exp underflows to 0). "
             "Subtract each row's maximum before exp; it does not change the result."
         )
-    if not _close(weights, torch.softmax(big, dim=-1)):
-        raise AssertionError(f"softmax is off by up to {_max_diff(weights, torch.softmax(big, -1)):.3g} on large scores")
+    if not close_to(weights, torch.softmax(big, dim=-1)):
+        raise AssertionError(f"softmax is off by up to {max_abs_diff(weights, torch.softmax(big, -1)):.3g} on large scores")
 
     masked = torch.tensor([[0.5, float("-inf"), 1.5, float("-inf")]], dtype=torch.float64)
-    weights = _tensor("softmax's result", _call(softmax, "scores containing -inf", masked))
+    weights = require_tensor("softmax's result", call_student(softmax, "scores containing -inf", masked))
     if torch.isnan(weights).any():
         raise AssertionError("softmax returned NaN when a row contains -inf (a masked key); exp(-inf) = 0 should work")
     if weights[0, 1] != 0 or weights[0, 3] != 0:
         raise AssertionError("a score of -inf must get a weight of exactly 0")
-    if not _close(weights, torch.softmax(masked, dim=-1)):
+    if not close_to(weights, torch.softmax(masked, dim=-1)):
         raise AssertionError("softmax is wrong on a row that contains -inf")
-    _passed("check_softmax")
+    report_passed("check_softmax")
 
 
 def check_scaled_dot_product_attention(attention: Callable[..., tuple[Tensor, Tensor]]) -> None:
     """Visible test for exercise 1, part 2: ``scaled_dot_product_attention(q, k, v, mask=None) -> (output, weights)``."""
     batch, seq_q, seq_k, d_k, d_v = 2, 3, 5, 4, 6
-    q, k, v = _randn(batch, seq_q, d_k, seed=2), _randn(batch, seq_k, d_k, seed=3), _randn(batch, seq_k, d_v, seed=4)
+    q, k, v = fixed_randn(batch, seq_q, d_k, seed=2), fixed_randn(batch, seq_k, d_k, seed=3), fixed_randn(batch, seq_k, d_v, seed=4)
     shapes = f"q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}"
-    result = _call(attention, shapes, q, k, v)
+    result = call_student(attention, shapes, q, k, v)
     if not isinstance(result, tuple) or len(result) != 2:
         raise AssertionError(f"scaled_dot_product_attention should return a tuple (output, weights), got {type(result).__name__}")
-    output, weights = _tensor("output", result[0]), _tensor("weights", result[1])
+    output, weights = require_tensor("output", result[0]), require_tensor("weights", result[1])
     want_output, want_weights = _reference_attention(q, k, v)
 
     if tuple(weights.shape) != (batch, seq_q, seq_k):
@@ -126,33 +90,33 @@ def check_scaled_dot_product_attention(attention: Callable[..., tuple[Tensor, Te
             f"output has shape {tuple(output.shape)} but should be {(batch, seq_q, d_v)} (..., seq_q, d_v) for {shapes}"
         )
     rows, cols = weights.sum(dim=-1), weights.sum(dim=-2)
-    if not _close(rows, torch.ones_like(rows)):
-        if _close(cols, torch.ones_like(cols)):
+    if not close_to(rows, torch.ones_like(rows)):
+        if close_to(cols, torch.ones_like(cols)):
             raise AssertionError(
                 "each column of weights sums to 1, not each row: the softmax runs over the wrong axis. "
                 "Every query (row) needs a distribution over the keys: softmax(..., dim=-1)"
             )
         raise AssertionError("each row of weights (one query) should be a probability distribution summing to 1")
-    if not _close(weights, want_weights):
+    if not close_to(weights, want_weights):
         scores = q @ k.transpose(-2, -1)
-        if _close(weights, torch.softmax(scores, dim=-1)):
+        if close_to(weights, torch.softmax(scores, dim=-1)):
             raise AssertionError("weights match softmax(q kᵀ) without scaling: divide the scores by √d_k")
-        if _close(weights, torch.softmax(scores / d_k, dim=-1)):
+        if close_to(weights, torch.softmax(scores / d_k, dim=-1)):
             raise AssertionError("weights match softmax(q kᵀ / d_k): divide by the square root of d_k, not d_k")
-        raise AssertionError(f"weights differ from softmax(q kᵀ / √d_k) by up to {_max_diff(weights, want_weights):.3g}")
-    if not _close(output, want_output):
+        raise AssertionError(f"weights differ from softmax(q kᵀ / √d_k) by up to {max_abs_diff(weights, want_weights):.3g}")
+    if not close_to(output, want_output):
         raise AssertionError(
-            f"weights are right but output differs from weights @ v by up to {_max_diff(output, want_output):.3g}"
+            f"weights are right but output differs from weights @ v by up to {max_abs_diff(output, want_output):.3g}"
         )
 
     # A causal mask (True = may attend): query i sees keys 0..i+2, so no row is fully masked.
     mask = torch.ones(seq_q, seq_k, dtype=torch.bool).tril(diagonal=2)
-    result = _call(attention, f"{shapes} and a ({seq_q}, {seq_k}) boolean mask", q, k, v, mask)
-    output, weights = _tensor("output", result[0]), _tensor("weights", result[1])
+    result = call_student(attention, f"{shapes} and a ({seq_q}, {seq_k}) boolean mask", q, k, v, mask)
+    output, weights = require_tensor("output", result[0]), require_tensor("weights", result[1])
     want_output, want_weights = _reference_attention(q, k, v, mask)
-    if not _close(weights, want_weights):
+    if not close_to(weights, want_weights):
         w = weights.detach().double().nan_to_num(0.0)
-        if _close(w, _reference_attention(q, k, v)[1]):
+        if close_to(w, _reference_attention(q, k, v)[1]):
             raise AssertionError(
                 "the mask is ignored: keys where the mask is False still get weight. Set their scores to -inf "
                 "before the softmax, e.g. scores.masked_fill(~mask, float('-inf'))"
@@ -162,21 +126,21 @@ def check_scaled_dot_product_attention(attention: Callable[..., tuple[Tensor, Te
                 "the mask is inverted: True means 'may attend' (as in torch's scaled_dot_product_attention), so set "
                 "the scores to -inf where the mask is False: scores.masked_fill(~mask, float('-inf'))"
             )
-        if torch.isnan(weights).any() or (w[..., ~mask].abs() > _ATOL).any():
+        if torch.isnan(weights).any() or (w[..., ~mask].abs() > ATOL).any():
             raise AssertionError("with a mask, keys where the mask is False must get weight exactly 0 (and no NaN)")
-        raise AssertionError(f"with a mask, weights differ from the reference by up to {_max_diff(weights, want_weights):.3g}")
-    if not _close(output, want_output):
+        raise AssertionError(f"with a mask, weights differ from the reference by up to {max_abs_diff(weights, want_weights):.3g}")
+    if not close_to(output, want_output):
         raise AssertionError("with a mask, the weights are right but the output is not weights @ v")
 
     # Extra leading axes (batch, heads) and a padding mask that broadcasts over heads and queries.
-    q4, k4, v4 = _randn(2, 3, seq_q, d_k, seed=5), _randn(2, 3, seq_k, d_k, seed=6), _randn(2, 3, seq_k, d_v, seed=7)
+    q4, k4, v4 = fixed_randn(2, 3, seq_q, d_k, seed=5), fixed_randn(2, 3, seq_k, d_k, seed=6), fixed_randn(2, 3, seq_k, d_v, seed=7)
     pad = torch.tensor([[True, True, True, False, False], [True, True, True, True, True]])[:, None, None, :]
-    result = _call(
+    result = call_student(
         attention,
         "4-D inputs (batch, heads, seq, d) with a (2, 1, 1, 5) padding mask; use k.transpose(-2, -1), not k.T",
         q4, k4, v4, pad,
     )
-    output, weights = _tensor("output", result[0]), _tensor("weights", result[1])
+    output, weights = require_tensor("output", result[0]), require_tensor("weights", result[1])
     want_output, want_weights = _reference_attention(q4, k4, v4, pad)
     if tuple(weights.shape) != tuple(want_weights.shape) or tuple(output.shape) != tuple(want_output.shape):
         raise AssertionError(
@@ -184,38 +148,38 @@ def check_scaled_dot_product_attention(attention: Callable[..., tuple[Tensor, Te
             f"{tuple(want_weights.shape)}, got {tuple(output.shape)} and {tuple(weights.shape)}: work on the last two "
             "axes only (k.transpose(-2, -1), softmax(dim=-1))"
         )
-    if not (_close(weights, want_weights) and _close(output, want_output)):
+    if not (close_to(weights, want_weights) and close_to(output, want_output)):
         raise AssertionError("wrong result on 4-D inputs with a broadcast padding mask of shape (2, 1, 1, 5)")
-    _passed("check_scaled_dot_product_attention")
+    report_passed("check_scaled_dot_product_attention")
 
 
 def check_attention_entropy(attention_entropy: Callable[[Tensor], Tensor]) -> None:
     """Visible test for exercise 1, part 3: ``attention_entropy(weights)``, −Σ w log w over the last axis, in nats."""
-    weights = torch.softmax(_randn(2, 3, 5, seed=8), dim=-1)
+    weights = torch.softmax(fixed_randn(2, 3, 5, seed=8), dim=-1)
     want = -(weights * weights.log()).sum(dim=-1)
-    got = _tensor("attention_entropy's result", _call(attention_entropy, "weights of shape (2, 3, 5)", weights))
+    got = require_tensor("attention_entropy's result", call_student(attention_entropy, "weights of shape (2, 3, 5)", weights))
     if tuple(got.shape) != (2, 3):
         raise AssertionError(
             f"attention_entropy returned shape {tuple(got.shape)} but should return one number per query, (2, 3) "
             "for weights of shape (2, 3, 5): sum over the last axis only"
         )
-    if _close(got, -want):
+    if close_to(got, -want):
         raise AssertionError("the entropy came out negative: it is −Σ w log w (mind the minus sign)")
-    if _close(got, want / math.log(2)):
+    if close_to(got, want / math.log(2)):
         raise AssertionError("that is the entropy in bits: use the natural logarithm (nats), torch.log")
-    if not _close(got, want):
-        raise AssertionError(f"attention_entropy differs from −Σ w log w by up to {_max_diff(got, want):.3g}")
+    if not close_to(got, want):
+        raise AssertionError(f"attention_entropy differs from −Σ w log w by up to {max_abs_diff(got, want):.3g}")
 
     special = torch.tensor([[1.0, 0.0, 0.0, 0.0], [0.5, 0.0, 0.5, 0.0], [0.25, 0.25, 0.25, 0.25]], dtype=torch.float64)
-    got = _tensor("attention_entropy's result", _call(attention_entropy, "weights containing zeros", special))
+    got = require_tensor("attention_entropy's result", call_student(attention_entropy, "weights containing zeros", special))
     if torch.isnan(got).any():
         raise AssertionError(
             "NaN for rows containing zero weights: 0 · log 0 is nan in floating point but counts as 0 in the entropy "
             "(torch.special.xlogy(w, w) or torch.where handle it)"
         )
     want = torch.tensor([0.0, math.log(2), math.log(4)], dtype=torch.float64)
-    if not _close(got, want):
+    if not close_to(got, want):
         raise AssertionError(
             f"expected entropies 0 (one-hot), log 2 (two halves) and log 4 (uniform over 4), got {got.tolist()}"
         )
-    _passed("check_attention_entropy")
+    report_passed("check_attention_entropy")

@@ -16,7 +16,7 @@ from torch import Tensor
 from manyheads.attention import merge_heads as _merge
 from manyheads.attention import scaled_dot_product_attention as _sdpa
 from manyheads.attention import split_heads as _split
-from manyheads.checks import _call, _close, _max_diff, _passed, _randn, _tensor
+from manyheads.checking import call_student, close_to, fixed_randn, max_abs_diff, report_passed, require_tensor
 
 __all__ = ["check_head_dim", "check_split_heads", "check_merge_heads", "check_mha_param_count",
            "check_multi_head_attention", "reference_multi_head_attention"]
@@ -49,7 +49,7 @@ def _as_int(name: str, value: Any) -> int:
 def check_head_dim(head_dim: Callable[[int, int], int]) -> None:
     """Visible test for exercise 3, part 1: ``head_dim(d_model, n_heads)``."""
     for d_model, n_heads, want in ((1024, 16, 64), (512, 8, 64), (384, 12, 32), (6, 6, 1), (6, 1, 6)):
-        got = _as_int(f"head_dim({d_model}, {n_heads})", _call(head_dim, f"({d_model}, {n_heads})", d_model, n_heads))
+        got = _as_int(f"head_dim({d_model}, {n_heads})", call_student(head_dim, f"({d_model}, {n_heads})", d_model, n_heads))
         if got != want:
             raise AssertionError(f"head_dim({d_model}, {n_heads}) returned {got}, expected {want}")
     for args, why in (((512, 3), "3 does not divide 512"), ((0, 4), "d_model = 0 is not positive"),
@@ -63,14 +63,14 @@ def check_head_dim(head_dim: Callable[[int, int], int]) -> None:
         except Exception as exc:
             raise AssertionError(f"head_dim{args} raised {type(exc).__name__}, expected a ValueError ({why})") from exc
         raise AssertionError(f"head_dim{args} returned {result!r}, but should raise ValueError: {why}")
-    _passed("check_head_dim")
+    report_passed("check_head_dim")
 
 
 def check_split_heads(split_heads: Callable[[Tensor, int], Tensor]) -> None:
     """Visible test for exercise 3, part 2: (batch, seq, d_model) → (batch, n_heads, seq, d_head)."""
     batch, seq, d_model, n_heads = 2, 6, 6, 3
-    x = _randn(batch, seq, d_model, seed=31)
-    got = _tensor("split_heads's result", _call(split_heads, f"x of shape {(batch, seq, d_model)}, n_heads=3", x, n_heads))
+    x = fixed_randn(batch, seq, d_model, seed=31)
+    got = require_tensor("split_heads's result", call_student(split_heads, f"x of shape {(batch, seq, d_model)}, n_heads=3", x, n_heads))
     want = _split(x, n_heads)
     if tuple(got.shape) != tuple(want.shape):
         hint = ""
@@ -80,36 +80,36 @@ def check_split_heads(split_heads: Callable[[Tensor, int], Tensor]) -> None:
             hint = ": that splits the positions (the sequence axis); split the features, the last axis"
         raise AssertionError(f"split_heads returned shape {tuple(got.shape)}, expected {tuple(want.shape)} "
                              f"(batch, n_heads, seq, d_head){hint}")
-    if not _close(got, want):
-        if _close(got, x.reshape(batch, n_heads, seq, d_model // n_heads)):
+    if not close_to(got, want):
+        if close_to(got, x.reshape(batch, n_heads, seq, d_model // n_heads)):
             raise AssertionError("the shape is right but the numbers are not: reshaping straight to "
                                  "(batch, n_heads, seq, d_head) mixes positions between heads. Reshape to "
                                  "(batch, seq, n_heads, d_head) first, then transpose(1, 2)")
         raise AssertionError(f"split_heads puts the wrong features in the heads: head i should hold features "
-                             f"[i·d_head, (i+1)·d_head) of every position (max difference {_max_diff(got, want):.3g})")
-    _passed("check_split_heads")
+                             f"[i·d_head, (i+1)·d_head) of every position (max difference {max_abs_diff(got, want):.3g})")
+    report_passed("check_split_heads")
 
 
 def check_merge_heads(merge_heads: Callable[[Tensor], Tensor]) -> None:
     """Visible test for exercise 3, part 3: (batch, n_heads, seq, d_head) → (batch, seq, n_heads·d_head)."""
-    x = _randn(2, 3, 5, 4, seed=32)
-    got = _tensor("merge_heads's result", _call(merge_heads, "x of shape (2, 3, 5, 4)", x))
+    x = fixed_randn(2, 3, 5, 4, seed=32)
+    got = require_tensor("merge_heads's result", call_student(merge_heads, "x of shape (2, 3, 5, 4)", x))
     want = _merge(x)
     if tuple(got.shape) != (2, 5, 12):
         raise AssertionError(f"merge_heads returned shape {tuple(got.shape)}, expected (2, 5, 12) = "
                              "(batch, seq, n_heads·d_head)")
-    if not _close(got, want):
-        if _close(got, x.reshape(2, 5, 12)):
+    if not close_to(got, want):
+        if close_to(got, x.reshape(2, 5, 12)):
             raise AssertionError("the shape is right but the numbers are not: move the head axis next to d_head "
                                  "first (transpose(1, 2)), then reshape")
-        raise AssertionError(f"merge_heads is not the inverse of split_heads (max difference {_max_diff(got, want):.3g})")
-    _passed("check_merge_heads")
+        raise AssertionError(f"merge_heads is not the inverse of split_heads (max difference {max_abs_diff(got, want):.3g})")
+    report_passed("check_merge_heads")
 
 
 def check_mha_param_count(mha_param_count: Callable[..., int]) -> None:
     """Visible test for exercise 3, part 4: parameters of the four (d_model, d_model) projections, with biases."""
     for d_model, n_heads in ((512, 8), (512, 1), (12, 3)):
-        got = _as_int("mha_param_count's result", _call(mha_param_count, f"({d_model}, {n_heads})", d_model, n_heads))
+        got = _as_int("mha_param_count's result", call_student(mha_param_count, f"({d_model}, {n_heads})", d_model, n_heads))
         want = 4 * d_model * d_model + 4 * d_model
         if got == 3 * d_model * d_model + 3 * d_model:
             raise AssertionError(f"mha_param_count({d_model}, {n_heads}) = {got} counts Q, K and V only: "
@@ -119,50 +119,50 @@ def check_mha_param_count(mha_param_count: Callable[..., int]) -> None:
                                  "(bias=True is the default): one vector of d_model per projection")
         if got != want:
             raise AssertionError(f"mha_param_count({d_model}, {n_heads}) returned {got}, expected {want}")
-    got = _as_int("mha_param_count's result", _call(mha_param_count, "(512, 8, bias=False)", 512, 8, False))
+    got = _as_int("mha_param_count's result", call_student(mha_param_count, "(512, 8, bias=False)", 512, 8, False))
     if got != 4 * 512 * 512:
         raise AssertionError(f"mha_param_count(512, 8, bias=False) returned {got}, expected {4 * 512 * 512}")
-    _passed("check_mha_param_count")
+    report_passed("check_mha_param_count")
 
 
 def check_multi_head_attention(multi_head_attention: Callable[..., tuple[Tensor, Tensor]]) -> None:
     """Visible test for exercise 3, part 5: ``multi_head_attention(x, w_q, w_k, w_v, w_o, n_heads, mask=None)``."""
     batch, seq, d_model, n_heads = 2, 5, 6, 3
-    x = _randn(batch, seq, d_model, seed=33)
-    w_q, w_k, w_v, w_o = (_randn(d_model, d_model, seed=34 + i) for i in range(4))
+    x = fixed_randn(batch, seq, d_model, seed=33)
+    w_q, w_k, w_v, w_o = (fixed_randn(d_model, d_model, seed=34 + i) for i in range(4))
     shapes = f"x {(batch, seq, d_model)}, weights ({d_model}, {d_model}), n_heads={n_heads}"
-    result = _call(multi_head_attention, shapes, x, w_q, w_k, w_v, w_o, n_heads)
+    result = call_student(multi_head_attention, shapes, x, w_q, w_k, w_v, w_o, n_heads)
     if not isinstance(result, tuple) or len(result) != 2:
         raise AssertionError(f"multi_head_attention should return a tuple (output, weights), got {type(result).__name__}")
-    output, weights = _tensor("output", result[0]), _tensor("weights", result[1])
+    output, weights = require_tensor("output", result[0]), require_tensor("weights", result[1])
     want_out, want_w = reference_multi_head_attention(x, w_q, w_k, w_v, w_o, n_heads)
     if tuple(weights.shape) != tuple(want_w.shape):
         raise AssertionError(f"weights have shape {tuple(weights.shape)}, expected {tuple(want_w.shape)} "
                              "(batch, n_heads, seq, seq): one seq × seq pattern per head")
     if tuple(output.shape) != tuple(want_out.shape):
         raise AssertionError(f"output has shape {tuple(output.shape)}, expected {tuple(want_out.shape)}")
-    if not _close(weights.sum(-1), torch.ones(batch, n_heads, seq, dtype=torch.float64)):
+    if not close_to(weights.sum(-1), torch.ones(batch, n_heads, seq, dtype=torch.float64)):
         raise AssertionError("each row of weights should sum to 1: softmax over the keys, the last axis (dim=-1)")
-    if not _close(weights, want_w):
+    if not close_to(weights, want_w):
         q, k = _split(x @ w_q, n_heads), _split(x @ w_k, n_heads)
         scores = q @ k.transpose(-2, -1)
-        if _close(weights, torch.softmax(scores, -1)):
+        if close_to(weights, torch.softmax(scores, -1)):
             raise AssertionError("weights match softmax(q kᵀ) without scaling: divide by √d_head")
-        if _close(weights, torch.softmax(scores / math.sqrt(d_model), -1)):
+        if close_to(weights, torch.softmax(scores / math.sqrt(d_model), -1)):
             raise AssertionError("the scores are divided by √d_model: each head divides by the square root of its "
                                  "own width, √d_head")
-        raise AssertionError(f"weights differ from the reference by up to {_max_diff(weights, want_w):.3g}: check "
+        raise AssertionError(f"weights differ from the reference by up to {max_abs_diff(weights, want_w):.3g}: check "
                              "how the heads are split (reshape, then transpose)")
-    if not _close(output, want_out):
-        if _close(output, want_out @ torch.linalg.inv(w_o)):
+    if not close_to(output, want_out):
+        if close_to(output, want_out @ torch.linalg.inv(w_o)):
             raise AssertionError("the weights are right but the output is not: apply the output projection w_o "
                                  "after merging the heads")
-        raise AssertionError(f"the weights are right but the output differs by up to {_max_diff(output, want_out):.3g}: "
+        raise AssertionError(f"the weights are right but the output differs by up to {max_abs_diff(output, want_out):.3g}: "
                              "merge the heads (transpose back, then reshape) and apply w_o")
     mask = torch.ones(seq, seq, dtype=torch.bool).tril()
-    result = _call(multi_head_attention, shapes + " and a causal (5, 5) mask", x, w_q, w_k, w_v, w_o, n_heads, mask)
+    result = call_student(multi_head_attention, shapes + " and a causal (5, 5) mask", x, w_q, w_k, w_v, w_o, n_heads, mask)
     want_out, want_w = reference_multi_head_attention(x, w_q, w_k, w_v, w_o, n_heads, mask)
-    if not (_close(_tensor("weights", result[1]), want_w) and _close(_tensor("output", result[0]), want_out)):
+    if not (close_to(require_tensor("weights", result[1]), want_w) and close_to(require_tensor("output", result[0]), want_out)):
         raise AssertionError("wrong result with a causal mask: True = may attend; set the other scores to -inf "
                              "before the softmax (the same mask for every head)")
-    _passed("check_multi_head_attention")
+    report_passed("check_multi_head_attention")

@@ -16,7 +16,7 @@ from typing import Any, Callable
 import torch
 from torch import Tensor
 
-from manyheads.checks import _call, _close, _max_diff, _passed, _randn, _tensor
+from manyheads.checking import call_student, close_to, fixed_randn, max_abs_diff, report_passed, require_tensor
 
 __all__ = ["check_attention_entropy", "check_offset_attention", "check_relation_accuracy"]
 
@@ -28,26 +28,26 @@ def _shape(name: str, got: Tensor, want: tuple[int, ...], hint: str) -> None:
 
 def check_attention_entropy(attention_entropy: Callable[[Tensor], Tensor]) -> None:
     """Part 1: ``attention_entropy(weights)`` (..., seq_q, seq_k) → (...), mean over queries of −Σ w ln w."""
-    weights = torch.softmax(_randn(2, 3, 4, 5, seed=41), dim=-1)
+    weights = torch.softmax(fixed_randn(2, 3, 4, 5, seed=41), dim=-1)
     rows = -(weights * weights.log()).sum(-1)
-    got = _tensor("attention_entropy's result", _call(attention_entropy, "weights of shape (2, 3, 4, 5)", weights))
+    got = require_tensor("attention_entropy's result", call_student(attention_entropy, "weights of shape (2, 3, 4, 5)", weights))
     _shape("attention_entropy", got, (2, 3), "one number per head: sum over keys (last axis), then average over "
            "queries (the axis before)")
-    if _close(got, -rows.mean(-1)):
+    if close_to(got, -rows.mean(-1)):
         raise AssertionError("the entropy came out negative: it is −Σ w ln w")
-    if _close(got, rows.mean(-1) / math.log(2)):
+    if close_to(got, rows.mean(-1) / math.log(2)):
         raise AssertionError("that is in bits: use the natural logarithm (nats)")
-    if _close(got, rows.sum(-1)):
+    if close_to(got, rows.sum(-1)):
         raise AssertionError("you summed over the query rows: average them instead")
-    if not _close(got, rows.mean(-1)):
-        raise AssertionError(f"attention_entropy differs from the mean row entropy by up to {_max_diff(got, rows.mean(-1)):.3g}")
+    if not close_to(got, rows.mean(-1)):
+        raise AssertionError(f"attention_entropy differs from the mean row entropy by up to {max_abs_diff(got, rows.mean(-1)):.3g}")
     one_hot = torch.eye(3, dtype=torch.float64)
-    got = _tensor("attention_entropy's result", _call(attention_entropy, "one-hot weights", one_hot))
+    got = require_tensor("attention_entropy's result", call_student(attention_entropy, "one-hot weights", one_hot))
     if torch.isnan(got).any():
         raise AssertionError("NaN for weights containing zeros: 0 · ln 0 counts as 0 (torch.special.xlogy(w, w))")
-    if not _close(got, torch.tensor(0.0, dtype=torch.float64)):
+    if not close_to(got, torch.tensor(0.0, dtype=torch.float64)):
         raise AssertionError(f"one-hot rows have entropy 0, got {got.tolist()}")
-    _passed("check_attention_entropy")
+    report_passed("check_attention_entropy")
 
 
 def check_offset_attention(offset_attention: Callable[[Tensor, int], Tensor]) -> None:
@@ -56,22 +56,22 @@ def check_offset_attention(offset_attention: Callable[[Tensor, int], Tensor]) ->
     cases = {-1: (w[0, 1, 0] + w[0, 2, 1] + w[0, 3, 2]) / 3, 1: (w[0, 0, 1] + w[0, 1, 2] + w[0, 2, 3] + w[0, 3, 4]) / 4,
              2: (w[0, 0, 2] + w[0, 1, 3] + w[0, 2, 4]) / 3}
     for offset, want in cases.items():
-        got = _tensor("offset_attention's result", _call(offset_attention, f"offset {offset}", w, offset))
+        got = require_tensor("offset_attention's result", call_student(offset_attention, f"offset {offset}", w, offset))
         _shape("offset_attention", got, (1,), "drop the last two axes (one number per head)")
-        if offset == -1 and _close(got, cases[1].reshape(1)):
+        if offset == -1 and close_to(got, cases[1].reshape(1)):
             raise AssertionError("offset −1 means the previous token: weights[..., i, i - 1], not i + 1")
-        if not _close(got, want.reshape(1)):
+        if not close_to(got, want.reshape(1)):
             raise AssertionError(
                 f"offset {offset}: expected {float(want):.4f}, got {got.tolist()} -- average only over queries i with "
                 "0 ≤ i + offset < seq_k (the matrix is 4 × 5 here: seq_q ≠ seq_k)"
             )
-    weights = torch.softmax(_randn(3, 2, 6, 6, seed=42), dim=-1)
-    got = _tensor("offset_attention's result", _call(offset_attention, "weights of shape (3, 2, 6, 6)", weights, -1))
+    weights = torch.softmax(fixed_randn(3, 2, 6, 6, seed=42), dim=-1)
+    got = require_tensor("offset_attention's result", call_student(offset_attention, "weights of shape (3, 2, 6, 6)", weights, -1))
     want = weights.diagonal(offset=-1, dim1=-2, dim2=-1).mean(-1)
     _shape("offset_attention", got, (3, 2), "one number per head")
-    if not _close(got, want):
-        raise AssertionError(f"wrong previous-token attention on (3, 2, 6, 6) weights (max diff {_max_diff(got, want):.3g})")
-    _passed("check_offset_attention")
+    if not close_to(got, want):
+        raise AssertionError(f"wrong previous-token attention on (3, 2, 6, 6) weights (max diff {max_abs_diff(got, want):.3g})")
+    report_passed("check_offset_attention")
 
 
 def check_relation_accuracy(relation_accuracy: Callable[[Tensor, Any], Tensor]) -> None:
@@ -81,11 +81,11 @@ def check_relation_accuracy(relation_accuracy: Callable[[Tensor, Any], Tensor]) 
     w[0, 0] = torch.tensor([[0.9, 0.1, 0.0], [0.0, 0.4, 0.6], [0.2, 0.7, 0.1]])
     w[0, 1] = torch.tensor([[0.2, 0.0, 0.8], [0.7, 0.2, 0.1], [0.15, 0.05, 0.8]])
     arcs = [(0, 1), (1, 2), (2, 1)]
-    got = _tensor("relation_accuracy's result", _call(relation_accuracy, "weights of shape (1, 2, 3, 3)", w, arcs))
+    got = require_tensor("relation_accuracy's result", call_student(relation_accuracy, "weights of shape (1, 2, 3, 3)", w, arcs))
     _shape("relation_accuracy", got, (1, 2), "one accuracy per (layer, head)")
     want = torch.tensor([[1.0, 0.0]], dtype=torch.float64)
-    if _close(got, torch.tensor([[2 / 3, 0.0]], dtype=torch.float64)):
+    if close_to(got, torch.tensor([[2 / 3, 0.0]], dtype=torch.float64)):
         raise AssertionError("word 0 attends most to itself in head 1-1: exclude the dependent itself before the argmax")
-    if not _close(got, want):
+    if not close_to(got, want):
         raise AssertionError(f"expected [[1.0, 0.0]] (head 1-1 gets all three arcs, head 1-2 none), got {got.tolist()}")
-    _passed("check_relation_accuracy")
+    report_passed("check_relation_accuracy")

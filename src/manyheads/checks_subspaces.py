@@ -15,7 +15,7 @@ from typing import Callable
 import torch
 from torch import Tensor
 
-from manyheads.checks import _call, _close, _max_diff, _passed, _randn, _tensor
+from manyheads.checking import call_student, close_to, fixed_randn, max_abs_diff, report_passed, require_tensor
 
 __all__ = ["check_qk_circuits", "check_head_scores", "check_principal_angles"]
 
@@ -44,36 +44,36 @@ def _reference_angles(a: Tensor, b: Tensor) -> Tensor:
 def check_qk_circuits(qk_circuits: Callable[[Tensor, Tensor, int], Tensor]) -> None:
     """Visible test for exercise 2, part 1: ``qk_circuits(w_q, w_k, n_heads)`` → (n_heads, d_model, d_model)."""
     d_model, n_heads = 6, 3
-    w_q, w_k = _randn(d_model, d_model, seed=21), _randn(d_model, d_model, seed=22)
-    got = _tensor("qk_circuits' result", _call(qk_circuits, "w_q, w_k of shape (6, 6) and n_heads=3", w_q, w_k, n_heads))
+    w_q, w_k = fixed_randn(d_model, d_model, seed=21), fixed_randn(d_model, d_model, seed=22)
+    got = require_tensor("qk_circuits' result", call_student(qk_circuits, "w_q, w_k of shape (6, 6) and n_heads=3", w_q, w_k, n_heads))
     want = _reference_circuits(w_q, w_k, n_heads)
     if tuple(got.shape) != (n_heads, d_model, d_model):
         raise AssertionError(
             f"qk_circuits returned shape {tuple(got.shape)} but should return one (d_model, d_model) matrix per head, "
             f"{(n_heads, d_model, d_model)}: M_h = W_q^h (W_k^h)ᵀ with W^h the columns of head h"
         )
-    if _close(got, (w_q @ w_k.T).expand(n_heads, -1, -1)):
+    if close_to(got, (w_q @ w_k.T).expand(n_heads, -1, -1)):
         raise AssertionError("every head got the full w_q @ w_kᵀ: keep only head h's columns of w_q and w_k")
-    if _close(got, want.transpose(-2, -1)):
+    if close_to(got, want.transpose(-2, -1)):
         raise AssertionError("the circuits are transposed: M_h = W_q^h (W_k^h)ᵀ (query side first), not W_k^h (W_q^h)ᵀ")
     rows = torch.stack([w_q[h * 2:(h + 1) * 2].T @ w_k[h * 2:(h + 1) * 2] for h in range(n_heads)])
-    if _close(got, rows):
+    if close_to(got, rows):
         raise AssertionError("head h owns the *columns* [h·d_head, (h+1)·d_head) of w_q and w_k (x @ w), not the rows")
-    if not _close(got, want):
-        raise AssertionError(f"qk_circuits differs from W_q^h (W_k^h)ᵀ by up to {_max_diff(got, want):.3g}")
+    if not close_to(got, want):
+        raise AssertionError(f"qk_circuits differs from W_q^h (W_k^h)ᵀ by up to {max_abs_diff(got, want):.3g}")
     ranks = [int(torch.linalg.matrix_rank(m.detach().double())) for m in got]
     if max(ranks) > d_model // n_heads:
         raise AssertionError(f"each circuit should have rank at most d_head = 2, got ranks {ranks}")
-    _passed("check_qk_circuits")
+    report_passed("check_qk_circuits")
 
 
 def check_head_scores(head_scores: Callable[[Tensor, Tensor, Tensor, int], Tensor]) -> None:
     """Visible test for exercise 2, part 2: ``head_scores(x, w_q, w_k, n_heads)`` → (batch, n_heads, seq, seq)."""
     batch, seq, d_model, n_heads = 2, 5, 8, 2
-    x = _randn(batch, seq, d_model, seed=23)
-    w_q, w_k = _randn(d_model, d_model, seed=24), _randn(d_model, d_model, seed=25)
-    got = _tensor("head_scores' result",
-                  _call(head_scores, "x (2, 5, 8), w_q and w_k (8, 8), n_heads=2", x, w_q, w_k, n_heads))
+    x = fixed_randn(batch, seq, d_model, seed=23)
+    w_q, w_k = fixed_randn(d_model, d_model, seed=24), fixed_randn(d_model, d_model, seed=25)
+    got = require_tensor("head_scores' result",
+                  call_student(head_scores, "x (2, 5, 8), w_q and w_k (8, 8), n_heads=2", x, w_q, w_k, n_heads))
     want = _reference_scores(x, w_q, w_k, n_heads)
     if tuple(got.shape) != (batch, n_heads, seq, seq):
         raise AssertionError(
@@ -81,18 +81,18 @@ def check_head_scores(head_scores: Callable[[Tensor, Tensor, Tensor, int], Tenso
             f"{(batch, n_heads, seq, seq)}"
         )
     d_head = d_model // n_heads
-    if _close(got, want * math.sqrt(d_head)):
+    if close_to(got, want * math.sqrt(d_head)):
         raise AssertionError("the scores are not scaled: divide by √d_head (the head's own width, not d_model)")
-    if _close(got, want * math.sqrt(d_head) / math.sqrt(d_model)):
+    if close_to(got, want * math.sqrt(d_head) / math.sqrt(d_model)):
         raise AssertionError("the scores are divided by √d_model: each head divides by √d_head = √(d_model / n_heads)")
-    if _close(got, want.transpose(-2, -1)):
+    if close_to(got, want.transpose(-2, -1)):
         raise AssertionError("queries and keys are swapped: rows are queries (x @ w_q), columns are keys (x @ w_k)")
-    if not _close(got, want):
+    if not close_to(got, want):
         raise AssertionError(
-            f"head_scores differs from the reference by up to {_max_diff(got, want):.3g}. Did you transpose "
+            f"head_scores differs from the reference by up to {max_abs_diff(got, want):.3g}. Did you transpose "
             "(batch, seq, n_heads, d_head) to (batch, n_heads, seq, d_head) after the reshape?"
         )
-    _passed("check_head_scores")
+    report_passed("check_head_scores")
 
 
 def check_principal_angles(principal_angles: Callable[[Tensor, Tensor], Tensor]) -> None:
@@ -101,25 +101,25 @@ def check_principal_angles(principal_angles: Callable[[Tensor, Tensor], Tensor])
     t = 0.5
     a = torch.stack([3.0 * e[:, 0], e[:, 0] + 2.0 * e[:, 1]], dim=1)  # span{e0, e1}, not orthonormal
     b = torch.stack([math.cos(t) * e[:, 0] + math.sin(t) * e[:, 2], e[:, 1] + e[:, 3]], dim=1)
-    got = _tensor("principal_angles' result", _call(principal_angles, "a (4, 2) and b (4, 2)", a, b))
+    got = require_tensor("principal_angles' result", call_student(principal_angles, "a (4, 2) and b (4, 2)", a, b))
     want = _reference_angles(a, b)
     if tuple(got.shape) != (2,):
         raise AssertionError(f"principal_angles returned shape {tuple(got.shape)}; two 2-D subspaces have 2 angles, (2,)")
-    if _close(got, torch.rad2deg(want)):
+    if close_to(got, torch.rad2deg(want)):
         raise AssertionError("those are degrees: return radians (0 … π/2)")
-    if _close(got, torch.cos(want)) or _close(got, torch.cos(want).flip(0)):
+    if close_to(got, torch.cos(want)) or close_to(got, torch.cos(want).flip(0)):
         raise AssertionError("those are the cosines of the angles: take torch.arccos of the singular values")
-    if _close(got, want.flip(0)):
+    if close_to(got, want.flip(0)):
         raise AssertionError("return the angles in ascending order (smallest first)")
-    if not _close(got, want):
+    if not close_to(got, want):
         raise AssertionError(
-            f"principal_angles differs from the reference by up to {_max_diff(got, want):.3g}. The columns of a and b "
+            f"principal_angles differs from the reference by up to {max_abs_diff(got, want):.3g}. The columns of a and b "
             "are not orthonormal: orthonormalise them first (torch.linalg.qr), then take the SVD of Qaᵀ Qb"
         )
-    same = _tensor("principal_angles' result", _call(principal_angles, "a subspace and itself", a, a @ e[:2, :2].flip(0)))
-    if not _close(same, torch.zeros(2, dtype=torch.float64)):
+    same = require_tensor("principal_angles' result", call_student(principal_angles, "a subspace and itself", a, a @ e[:2, :2].flip(0)))
+    if not close_to(same, torch.zeros(2, dtype=torch.float64)):
         raise AssertionError(f"a subspace and itself (in another basis) should give angles 0, 0, got {same.tolist()}")
-    wide = _tensor("principal_angles' result", _call(principal_angles, "a (4, 1) and b (4, 3)", e[:, 3:], e[:, :3]))
-    if tuple(wide.shape) != (1,) or not _close(wide, torch.tensor([math.pi / 2], dtype=torch.float64)):
+    wide = require_tensor("principal_angles' result", call_student(principal_angles, "a (4, 1) and b (4, 3)", e[:, 3:], e[:, :3]))
+    if tuple(wide.shape) != (1,) or not close_to(wide, torch.tensor([math.pi / 2], dtype=torch.float64)):
         raise AssertionError(f"span{{e3}} against span{{e0, e1, e2}} should give one angle, π/2; got {wide.tolist()}")
-    _passed("check_principal_angles")
+    report_passed("check_principal_angles")

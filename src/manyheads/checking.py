@@ -1,0 +1,52 @@
+"""Building blocks of the exercises' visible checks (``manyheads.checks`` and ``manyheads.checks_*``).
+
+Each check calls the student's function through :func:`call_student`, so that only ``NotImplementedError`` (an
+unanswered stub) escapes unchanged and every other error says which input caused it.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+import torch
+from torch import Tensor
+
+__all__ = ["ATOL", "RTOL", "fixed_randn", "close_to", "max_abs_diff", "call_student", "require_tensor", "report_passed"]
+
+# The checks use float64 inputs, so a correct float32 or float64 implementation is far inside these tolerances.
+ATOL = 1e-5
+RTOL = 1e-4
+
+
+def fixed_randn(*shape: int, seed: int) -> Tensor:
+    """Reproducible inputs that leave the caller's global random state alone."""
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+
+
+def close_to(got: Tensor, want: Tensor) -> bool:
+    return got.shape == want.shape and torch.allclose(got.detach().double(), want.double(), rtol=RTOL, atol=ATOL)
+
+
+def max_abs_diff(got: Tensor, want: Tensor) -> float:
+    return float((got.detach().double() - want.double()).abs().nan_to_num(math.inf).max())
+
+
+def call_student(fn: Callable[..., Any], what: str, *args: Any) -> Any:
+    """Call the student's function; any error but NotImplementedError becomes an AssertionError saying where."""
+    try:
+        return fn(*args)
+    except NotImplementedError:
+        raise
+    except Exception as exc:
+        raise AssertionError(f"{fn.__name__} raised {type(exc).__name__} on {what}: {exc}") from exc
+
+
+def require_tensor(name: str, value: Any) -> Tensor:
+    if not isinstance(value, Tensor):
+        raise AssertionError(f"{name} should be a torch.Tensor, got {type(value).__name__}")
+    return value
+
+
+def report_passed(name: str) -> None:
+    print(f"{name}: all visible checks passed")
