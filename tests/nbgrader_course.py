@@ -8,6 +8,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -156,6 +157,21 @@ def autograde_submissions(base: Path, assignment: str, answers: dict[str, dict[s
     for i, student in enumerate(submissions):
         found["errors"][student] = errors(courses[i % copies], student, assignment)
     return found
+
+
+# nbgrader's own log records look like "[AutogradeApp | ERROR] Timeout waiting for execute reply".
+_NBGRADER_ERROR = re.compile(r"^\[\w+ \| (ERROR|CRITICAL)\]", re.MULTILINE)
+
+
+def nbgrader_errors(log: str) -> list[str]:
+    """The ERROR and CRITICAL records nbgrader itself logged (timeouts, dead kernels, failed submissions).
+
+    Not every line with "ERROR" in it: ipykernel 6.31 sometimes prints "ERROR:tornado.general:Uncaught exception in
+    ZMQStream callback ... Socket operation on non-socket" from a kernel that is shutting down after the notebook was
+    graded and written (a race fixed in ipykernel 7.3, ipython/ipykernel#1518; 7.x itself is not used, see
+    requirements.txt). That noise changes no grade, and the grades are checked separately.
+    """
+    return [line for line in log.splitlines() if _NBGRADER_ERROR.match(line)]
 
 
 def auto_scores(autograded: dict, student: str) -> dict[str, float]:
