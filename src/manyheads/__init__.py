@@ -18,7 +18,7 @@ from manyheads.runtime import device, seed_everything
 
 __version__ = "0.1.0"
 
-_SUBMODULES = {"analysis", "attention", "checking", "checks", "checks_head_size", "checks_specialization", "checks_subspaces", "encoder", "headsize", "models", "pretrained", "probes", "runtime", "subspaces", "tasks", "tokenizer", "training", "viz", "widgets_head_budget"}
+_SUBMODULES = {"analysis", "attention", "checking", "checks", "checks_head_size", "checks_specialization", "checks_subspaces", "encoder", "headsize", "live", "models", "pretrained", "probes", "runtime", "subspaces", "tasks", "tokenizer", "training", "viz", "widgets_head_budget"}
 
 __all__ = sorted(_SUBMODULES) + ["MultiHeadAttention", "scaled_dot_product_attention", "device", "seed_everything"]
 

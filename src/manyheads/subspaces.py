@@ -187,11 +187,13 @@ def plane_projection_widget(
     import ipywidgets as widgets
     import matplotlib.pyplot as plt
 
+    from manyheads.live import figure_widget
+
     x = embeddings.double()
     if x.dim() != 2 or x.shape[1] != 3:
         raise ValueError(f"embeddings must be (n, 3), got {tuple(x.shape)}")
 
-    def draw(azimuth: float = azimuth, elevation: float = elevation, query_token: int = query) -> None:
+    def draw(azimuth: float, elevation: float, query_token: int):
         basis = plane_basis(azimuth, elevation)
         points = project_onto_plane(x, basis)
         scores = points[query_token] @ points.T / math.sqrt(2)
@@ -214,9 +216,9 @@ def plane_projection_widget(
         right.set_ylim(0, 1)
         right.set_ylabel("attention weight")
         right.set_title(f"where the query {labels[query_token]!r} looks under this head", fontsize=9)
-        plt.show()
+        return fig
 
-    return widgets.interactive(
+    return figure_widget(
         draw,
         azimuth=widgets.FloatSlider(value=azimuth, min=0.0, max=180.0, step=15.0, description="azimuth",
                                     continuous_update=False),

@@ -2,8 +2,8 @@
 one-softmax widget (chapter 1).
 
 Plotting functions draw on a matplotlib Axes (or make a new Figure) and return it; they never call ``plt.show()``,
-so a notebook decides what is displayed. Widgets are built with ``ipywidgets.interactive`` and draw their default
-state when created.
+so a notebook decides what is displayed. Widgets are :mod:`manyheads.live` views (no Output widget, so headless
+execution cannot hang on them) and draw their default state when created.
 """
 
 from __future__ import annotations
@@ -17,6 +17,8 @@ import numpy as np
 import torch
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+
+from manyheads.live import figure_widget
 
 __all__ = ["attention_heatmap", "head_heatmaps", "learning_curves", "html_table", "one_softmax_widget"]
 
@@ -146,18 +148,17 @@ def _draw_one_softmax(gap: float, other: float, vocab: Sequence[str], token_a: i
     return fig
 
 
-def one_softmax_widget(vocab: Sequence[str] = ("A", "B", "C", "D", "E", "F")) -> widgets.interactive:
+def one_softmax_widget(vocab: Sequence[str] = ("A", "B", "C", "D", "E", "F")) -> widgets.VBox:
     """Slider over the score gap between keys i-1 and i-3 (and the score of the other keys) for one query (chapter 1).
 
     The figure shows the single softmax distribution and the resulting output, a convex combination of one-hot
     value vectors: the mass given to the token at i-1 is mass taken from the token at i-3.
     """
 
-    def draw(gap: float = 0.0, other: float = -2.0) -> None:
-        _draw_one_softmax(gap, other, vocab, token_a=0, token_b=1)
-        plt.show()
+    def draw(gap: float, other: float) -> Figure:
+        return _draw_one_softmax(gap, other, vocab, token_a=0, token_b=1)
 
-    return widgets.interactive(
+    return figure_widget(
         draw,
         gap=widgets.FloatSlider(value=0.0, min=-6.0, max=6.0, step=0.25, description="score gap",
                                 continuous_update=False),

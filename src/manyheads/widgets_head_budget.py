@@ -10,9 +10,9 @@ from __future__ import annotations
 import html
 
 import ipywidgets as widgets
-from IPython.display import HTML, display
 
 from manyheads.headsize import head_budget
+from manyheads.live import html_widget
 
 __all__ = ["format_bytes", "format_count", "head_budget_html", "head_budget_widget"]
 
@@ -61,20 +61,16 @@ def head_budget_html(d_model: int, n_heads: int, n_kv_heads: int | None = None, 
 
 
 def head_budget_widget(d_model: int = 512, n_heads: int = 8, n_kv_heads: int = 8, seq_len: int = 1024,
-                       n_layers: int = 1) -> widgets.interactive:
+                       n_layers: int = 1) -> widgets.VBox:
     """Live explorer: type a configuration and the table updates (chapter 3). Static pages show the defaults."""
-
-    def show(d_model=d_model, n_heads=n_heads, n_kv_heads=n_kv_heads, seq_len=seq_len, n_layers=n_layers):
-        display(HTML(head_budget_html(d_model, n_heads, n_kv_heads, seq_len, n_layers)))
-
     style = {"description_width": "110px"}
 
     def box(value, description, maximum):
         return widgets.BoundedIntText(value=value, min=0, max=maximum, description=description, style=style,
                                       continuous_update=False)
 
-    return widgets.interactive(
-        show,
+    return html_widget(
+        head_budget_html,
         d_model=box(d_model, "d_model", 65536),
         n_heads=box(n_heads, "n_heads", 4096),
         n_kv_heads=box(n_kv_heads, "n_kv_heads", 4096),

@@ -1,0 +1,90 @@
+"""manyheads.live: controls plus a figure or HTML view, redrawn on change, with no Output widget (see its docstring)."""
+
+from __future__ import annotations
+
+import ipywidgets as widgets
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+from manyheads import live, subspaces, viz, widgets_head_budget  # noqa: E402
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def line(slope: float):
+    fig, ax = plt.subplots(figsize=(2, 2))
+    ax.plot([0, 1], [0, slope])
+    return fig
+
+
+def test_figure_widget_draws_now_redraws_on_change_and_leaves_no_figure_open():
+    open_before = plt.get_fignums()
+    slope = widgets.FloatSlider(value=1.0, min=-2, max=2, description="slope")
+    view = live.figure_widget(line, slope=slope)
+    controls, image, message = view.children[0], view.children[1], view.children[2]
+    assert controls is slope and isinstance(image, widgets.Image) and message.value == ""
+    first = bytes(image.value)  # ipywidgets keeps bytes as a memoryview
+    assert first.startswith(PNG)
+    slope.value = -1.5
+    assert bytes(image.value).startswith(PNG) and bytes(image.value) != first
+    assert plt.get_fignums() == open_before, "figures are closed after rendering (else the notebook shows them too)"
+
+
+def test_figure_widget_reports_a_failing_draw_under_the_controls_and_recovers():
+    def picky(n: int):
+        fig = plt.figure()
+        if n == 0:
+            raise ValueError("n must be positive")
+        return fig
+
+    open_before = plt.get_fignums()
+    n = widgets.IntSlider(value=1, min=0, max=3, description="n")
+    view = live.figure_widget(picky, n=n)
+    n.value = 0
+    assert "ValueError: n must be positive" in view.children[-1].value
+    assert plt.get_fignums() == open_before, "the half-drawn figure is closed"
+    n.value = 2
+    assert view.children[-1].value == ""
+
+
+def test_figure_widget_says_what_draw_must_return_and_what_a_control_is():
+    view = live.figure_widget(lambda a: None, a=widgets.IntSlider(1))
+    assert "must return a matplotlib Figure, got NoneType" in view.children[-1].value
+    with pytest.raises(TypeError, match="control 'a' must be an ipywidgets control"):
+        live.figure_widget(line, a=3)
+    with pytest.raises(TypeError, match="at least one control"):
+        live.figure_widget(line)
+
+
+def test_html_widget_follows_its_controls():
+    name = widgets.Text(value="<heads>", description="name")
+    view = live.html_widget(lambda name: f"<b>{name}</b>", name=name)
+    assert view.children[1].value == "<b><heads></b>"
+    name.value = "two"
+    assert view.children[1].value == "<b>two</b>"
+
+
+@pytest.mark.parametrize("build", [
+    viz.one_softmax_widget,
+    lambda: subspaces.plane_projection_widget(torch.eye(3), ["x", "y", "z"]),
+    widgets_head_budget.head_budget_widget,
+], ids=["one_softmax", "plane_projection", "head_budget"])
+def test_course_widgets_hold_no_output_widget(build):
+    view = build()
+    inside = [view]
+    while inside:  # no Output widget anywhere inside: that is what nbclient's headless execution can hang on
+        w = inside.pop()
+        assert not isinstance(w, widgets.Output), type(w)
+        inside.extend(getattr(w, "children", ()))
+    assert view.children[-1].value == "", view.children[-1].value
+    plt.close("all")
+
+
+def test_head_budget_widget_explains_an_invalid_combination():
+    view = widgets_head_budget.head_budget_widget(d_model=512, n_heads=8)
+    view.children[1].value = 6  # n_heads
+    assert "Invalid combination" in view.children[-2].value and "does not divide" in view.children[-2].value
