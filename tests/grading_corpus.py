@@ -109,7 +109,11 @@ OVERFLOWS = '''def softmax(scores):
 
 
 def hostile_code(out: Path, submissions: Path, marker: str) -> dict[str, str]:
-    """Attacks, each printing LEAKED/WROTE when it works and a harmless line when it is stopped."""
+    """Attacks, each printing LEAKED/WROTE when it works and a harmless line when it is stopped.
+
+    The printed lines are assembled from pieces (``"blocked", "read"``) so that the feedback's copy of the source
+    code cannot satisfy a check for the output.
+    """
     targets = [ROOT / "solutions" / EX1 / f"{EX1}.ipynb", out / ".work" / "course" / "gradebook.db",
                out / ".work" / "course" / "solutions" / EX1 / f"{EX1}.ipynb", submissions / "correct"]
     reads = f'''
@@ -119,7 +123,7 @@ for path in {[str(t) for t in targets]!r} + glob.glob({str(out / ".work" / "work
         data = open(path, "rb").read(200) if os.path.isfile(path) else os.listdir(path)
         print("LEAK" + "ED", path, str(data)[:60])
     except OSError as exc:
-        print("blocked read", type(exc).__name__)
+        print("blocked", "read", type(exc).__name__)
 print("neighbours visible:", len(glob.glob({str(out / ".work" / "*" / "autograded" / "*")!r})))
 '''
     write_targets = [out / f"{marker}.txt", submissions / f"{marker}.txt", Path("/tmp") / f"{marker}.txt",
@@ -131,7 +135,7 @@ for path in {[str(t) for t in write_targets]!r}:
             f.write("student code was here")
         print("WRO" + "TE", path)
     except OSError as exc:
-        print("blocked write", type(exc).__name__)
+        print("blocked", "write", type(exc).__name__)
 '''
     return {"reads": reads, "writes": writes}
 
@@ -202,7 +206,13 @@ def build(submissions: Path, out: Path, marker: str = "mh-pwned") -> list[Case]:
     add(Case("network", "correct, then calls out to the network", "graded", FULL, feedback_has=("network blocked",)),
         with_extra(good, "import urllib.request\ntry:\n    urllib.request.urlopen('http://93.184.215.14', timeout=5)\n"
                          "    print('LEAK' + 'ED network open')\nexcept Exception as exc:\n"
-                         "    print('network blocked', type(exc).__name__)"))
+                         "    print('network', 'blocked', type(exc).__name__)"))
+    add(Case("fork_bomb", "correct, then forks until something stops it", "graded", FULL,
+             feedback_has=("fork blocked after",)),
+        with_extra(good, "import os, time\nchildren = 0\ntry:\n    while children < 100_000:\n"
+                         "        if os.fork() == 0:\n            time.sleep(600)\n            os._exit(0)\n"
+                         "        children += 1\n    print('LEAK' + 'ED: no process limit')\nexcept OSError as exc:\n"
+                         "    print('fork', 'blocked after', children, type(exc).__name__)"))
     attacks = hostile_code(out, submissions, marker)
     add(Case("reads_secrets", "tries to read the solutions, the gradebook and neighbours", "graded", FULL,
              feedback_has=("blocked read", "neighbours visible: 0")), with_extra(good, attacks["reads"]))

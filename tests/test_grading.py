@@ -208,6 +208,63 @@ def test_sandbox_kernel_spec_hides_the_course(tmp_path):
     assert str(corpus.ROOT / "solutions") not in script
 
 
+# A grader who is not root, with more threads running than the sandbox's process limit (a desktop has hundreds):
+# the kernel must still start and start threads of its own. Run as that grader: as an unprivileged user of its own
+# when the tests run as root, else as whoever runs them.
+NOT_ROOT_GRADER = r"""
+import os, sys, threading
+from pathlib import Path
+import nbformat
+from jupyter_client import KernelManager
+from nbclient import NotebookClient
+from manyheads.grading import sandbox
+
+folder = Path(sys.argv[1])
+assert os.geteuid() != 0
+hold = threading.Event()
+for _ in range(sandbox.Limits().processes + 50):
+    threading.Thread(target=hold.wait, daemon=True).start()
+share = sandbox.prepare(folder / "sb")
+rt, scratch = sandbox.runtime_folder(folder / "worker")
+os.environ.update(sandbox.environment(share, rt, scratch))
+km = KernelManager(kernel_name=sandbox.KERNEL_NAME, transport="ipc", ip=str(rt / "kernel"))
+code = "import os, threading\nt = threading.Thread(target=print, args=('thread started',))\nt.start(); t.join()"
+nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code)])
+NotebookClient(nb, km=km, timeout=60, startup_timeout=60).execute()
+print("".join(o.get("text", "") for o in nb.cells[0].outputs))
+"""
+
+
+def _python_visible_to_all() -> list[str]:
+    """A bwrap prefix (run as root) under which other users can reach this Python, e.g. a pyenv under /root (0700):
+    the closed folder is replaced by an empty one that holds only the Python installation, read-only."""
+    base = Path(sys.base_prefix).resolve()
+    closed = next((p for p in reversed(base.parents) if p != Path("/") and not os.stat(p).st_mode & 0o001), None)
+    if closed is None:
+        return []
+    between = [p for p in reversed(base.parents) if p.is_relative_to(closed) and p != closed]
+    return ["bwrap", "--dev-bind", "/", "/", "--perms", "0755", "--tmpfs", str(closed),
+            *[arg for p in between for arg in ("--perms", "0755", "--dir", str(p))],
+            "--ro-bind", str(base), str(base), "--"]
+
+
+def test_sandbox_works_for_a_grader_who_is_not_root_and_runs_many_threads():
+    folder = Path(tempfile.mkdtemp(prefix="mh-notroot-"))  # not under pytest's tmp_path: root-only there
+    try:
+        command = [sys.executable, "-c", NOT_ROOT_GRADER, str(folder)]
+        env = {**os.environ, "HOME": str(folder), "TMPDIR": str(folder)}
+        if os.geteuid() == 0:
+            uid = sandbox.worker_uid(900)
+            os.chown(folder, uid, uid)
+            command = [*_python_visible_to_all(), "setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
+                       "--", *command]
+        done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=180)
+        assert done.returncode == 0, done.stdout + done.stderr[-3000:]
+        assert "thread started" in done.stdout, done.stdout
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 # ------------------------------------------------------------------------------------------------------------------
 # the whole corpus through the real command (slow)
 
@@ -244,7 +301,7 @@ def test_batch_runs_to_the_end_and_writes_everything(graded):
 
 STUDENTS = ["correct", "partial", "blank", "colab", "stripped", "stripped_colab", "duplicated", "deleted_test",
             "edited_test", "extra_cells", "two_notebooks", "wrong_assignment", "truncated", "not_notebook",
-            "infinite_loop", "memory_bomb", "kills_kernel", "huge_output", "network", "reads_secrets",
+            "infinite_loop", "memory_bomb", "kills_kernel", "huge_output", "network", "fork_bomb", "reads_secrets",
             "writes_outside", "monkeypatch"]
 
 

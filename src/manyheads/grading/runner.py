@@ -194,7 +194,7 @@ class _Worker:
         if opts.sandbox:
             rt, scratch = sandbox_mod.runtime_folder(self.root / "sandbox")
             self.rt = rt
-            share = sandbox_mod.prepare(self.root / "sandbox", opts.limits)
+            share = sandbox_mod.prepare(self.root / "sandbox", opts.limits, uid=sandbox_mod.worker_uid(index))
             self.args += sandbox_mod.nbgrader_args(rt)
             self.env = sandbox_mod.environment(share, rt, scratch)
 

@@ -7,7 +7,8 @@
 * a read-only view of ``/usr``, ``/etc``, the Python installation, the virtual environment and the ``manyheads``
   package only: the course folder, the solutions, the gradebook, the submissions and the other students' files do
   not exist inside; ``/tmp`` is a private tmpfs; the working directory is an empty scratch folder of its own;
-* as root, the kernel runs as ``nobody`` with no capabilities (``setpriv``), so limits on processes hold;
+* as root, the kernel runs as an unprivileged user of its own (one per grading worker, see :func:`worker_uid`) with
+  no capabilities (``setpriv``), so the process limit of one student's kernel is not shared with another's;
 * limits: address space (memory), CPU seconds, processes, file size, open files, no core dumps; every output stream
   of the kernel is cut after ``output_limit`` bytes (``launcher.py``), and nbgrader's per-cell timeout interrupts
   with a message (``interrupt_mode: message``: a signal would not cross the PID namespace).
@@ -35,7 +36,14 @@ KERNEL_NAME = "manyheads-sandbox"
 INSTALL_HINT = ("the sandbox needs bubblewrap (`bwrap`): install it with `sudo apt-get install bubblewrap` "
                 "(Debian/Ubuntu) or `sudo dnf install bubblewrap` (Fedora), or pass --no-sandbox to grade without "
                 "it (only for submissions you trust)")
-NOBODY = 65534
+# Sandbox users (as root): no account needed, far above the ranges that systems and containers allocate
+# (systemd hands out up to 1878982656), so no real user's processes count against a kernel's process limit.
+SANDBOX_UID_BASE = 2_000_000_000
+
+
+def worker_uid(worker: int) -> int:
+    """The user that grading worker ``worker``'s kernels run as when grading as root."""
+    return SANDBOX_UID_BASE + worker
 
 
 @dataclass(frozen=True)
@@ -95,26 +103,35 @@ def _outermost(paths: list[str]) -> list[str]:
     return [p for p in paths if not any(p != q and p.startswith(q.rstrip("/") + "/") for q in paths)]
 
 
-def prepare(folder: Path, limits: Limits = Limits()) -> Path:
-    """Write the kernel spec (under ``folder/share/jupyter/kernels``) and its launcher; return the share folder."""
+def prepare(folder: Path, limits: Limits = Limits(), uid: int = SANDBOX_UID_BASE) -> Path:
+    """Write the kernel spec (under ``folder/share/jupyter/kernels``) and its launcher; return the share folder.
+
+    As root the kernels run as ``uid``; otherwise as the user who grades.
+    """
     folder = Path(folder).resolve()
     spec_dir = folder / "share" / "jupyter" / "kernels" / KERNEL_NAME
     spec_dir.mkdir(parents=True, exist_ok=True)
     (spec_dir / "launcher.py").write_text(LAUNCHER.format(limit=limits.output_limit), encoding="utf-8")
     as_root = os.geteuid() == 0
     ro = _outermost(_ro_binds() + [str(spec_dir)])
-    # bwrap creates missing parents of mount points with mode 0700, which nobody cannot cross: create them 0755.
+    # bwrap creates missing parents of mount points with mode 0700, which the sandbox user cannot cross: make them 0755.
     parents = sorted({str(p) for path in ro for p in Path(path).parents if str(p) != "/"
                       and not any(str(p) == r or str(p).startswith(r + "/") for r in ro)}, key=len)
     dirs = " ".join(f"--perms 0755 --dir {shlex.quote(p)}" for p in parents if not p.startswith(("/usr", "/tmp")) or
                     p.startswith("/tmp/"))
     binds = " ".join(f"--ro-bind {shlex.quote(p)} {shlex.quote(p)}" for p in ro)
-    # As root: bwrap without a user namespace, then setpriv drops to nobody (no capabilities, no new privileges).
+    # As root: bwrap without a user namespace, then setpriv drops to `uid` (no capabilities, no new privileges).
     # Not root: bwrap makes a user namespace itself and the kernel keeps the instructor's uid, without capabilities.
     unshare = ("--unshare-net --unshare-pid --unshare-ipc --unshare-uts --unshare-cgroup-try" if as_root
                else "--unshare-all --cap-drop ALL")
-    drop = (f"setpriv --reuid={NOBODY} --regid={NOBODY} --clear-groups --inh-caps=-all --bounding-set=-all "
+    drop = (f"setpriv --reuid={uid} --regid={uid} --clear-groups --inh-caps=-all --bounding-set=-all "
             "--no-new-privs --" if as_root else "")
+    # The process limit (RLIMIT_NPROC) counts every process and thread of the kernel's user, also outside the
+    # sandbox. As root the sandbox user has nothing else running; otherwise the grader's own processes (a desktop
+    # has hundreds of threads) count too, so the kernel may start `processes` more than the user runs now.
+    nproc = (f"NPROC={limits.processes}" if as_root else
+             'NPROC=$(( $(find /proc/[0-9]*/task -mindepth 1 -maxdepth 1 -user "$(id -u)" 2>/dev/null | wc -l)'
+             f' + {limits.processes} ))')
     script = f"""#!/bin/sh
 # Runs one sandboxed kernel (written by manyheads.grading.sandbox). $1 = the connection file.
 set -e
@@ -123,11 +140,12 @@ RT="$(dirname "$CONN")"
 RT_PARENTS="$(d="$RT"; while d="$(dirname "$d")"; [ "$d" != / ]; do echo "$d"; done | sort)"
 # Kernels of one worker run one after the other: whatever an earlier student's kernel left in the socket folder
 # (files owned by the sandbox user) is removed, so it cannot pass anything to the next student.
-[ "$(id -u)" = 0 ] && find "$RT" -mindepth 1 -maxdepth 1 -user {NOBODY} -exec rm -rf {{}} + || true
+[ "$(id -u)" = 0 ] && find "$RT" -mindepth 1 -maxdepth 1 -user {uid} -exec rm -rf {{}} + || true
 SCRATCH="$(mktemp -d "$MANYHEADS_SCRATCH/kernel-XXXXXXXX")"
 chmod 0777 "$SCRATCH"
 cp "$CONN" "$SCRATCH/.connection.json" && chmod 0644 "$SCRATCH/.connection.json"
-exec 2>>"$MANYHEADS_SCRATCH/../kernel.log" prlimit --as={limits.memory_bytes} --cpu={limits.cpu_seconds} --nproc={limits.processes} \\
+{nproc}
+exec 2>>"$MANYHEADS_SCRATCH/../kernel.log" prlimit --as={limits.memory_bytes} --cpu={limits.cpu_seconds} --nproc="$NPROC" \\
   --fsize={limits.file_bytes} --nofile={limits.open_files} --core=0 -- \\
   bwrap {unshare} --die-with-parent --new-session \\
   --dev /dev --proc /proc --tmpfs /tmp --perms 0755 --dir /run --perms 0755 --dir /home \\
