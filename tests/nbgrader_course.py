@@ -177,3 +177,26 @@ def nbgrader_errors(log: str) -> list[str]:
 def auto_scores(autograded: dict, student: str) -> dict[str, float]:
     """Points each autograded test cell (grade_id ``test_*``) gave ``student``, from :func:`autograde_submissions`."""
     return {g: s[0] for g, s in autograded["grades"][student].items() if g.startswith("test_")}
+
+
+def assert_autograde_ran_cleanly(autograded: dict, students) -> None:
+    """nbgrader exited 0, logged no error of its own and graded the solution, the blank release and every student."""
+    assert autograded["returncode"] == 0, autograded["log"]
+    assert nbgrader_errors(autograded["log"]) == [], autograded["log"]
+    assert set(autograded["grades"]) == {"solution", "blank", *students}
+
+
+def assert_solution_gets_full_marks_and_written_answer_waits(autograded: dict, full: dict[str, float],
+                                                            written: str, points: float = 2.0) -> None:
+    """Full automatic marks and no error for the solution; its written answer ``written`` waits for a person."""
+    assert auto_scores(autograded, "solution") == full
+    assert autograded["errors"]["solution"] == []
+    _, max_score, needs_manual = autograded["grades"]["solution"][written]
+    assert needs_manual and max_score == points
+
+
+def assert_blank_gets_zero_with_only_not_implemented_errors(autograded: dict, full: dict[str, float]) -> None:
+    """The untouched release scores 0 on every test, and only because its answers raise NotImplementedError."""
+    assert auto_scores(autograded, "blank") == dict.fromkeys(full, 0.0)
+    found = autograded["errors"]["blank"]
+    assert found and {name for _, name in found} == {"NotImplementedError"}, found

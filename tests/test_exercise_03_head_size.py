@@ -17,7 +17,9 @@ from manyheads import release
 from manyheads.attention import merge_heads as ref_merge
 from manyheads.attention import split_heads as ref_split
 
-from nbgrader_course import ROOT, auto_scores, autograde_submissions, nbgrader_errors, once_per_run
+from nbgrader_course import (ROOT, assert_autograde_ran_cleanly, assert_blank_gets_zero_with_only_not_implemented_errors,
+                             assert_solution_gets_full_marks_and_written_answer_waits, auto_scores,
+                             autograde_submissions, once_per_run)
 
 EX3 = "03_head_size"
 SOURCE = ROOT / release.SOURCE_DIR / EX3 / f"{EX3}.ipynb"
@@ -294,24 +296,17 @@ def autograded(tmp_path_factory, worker_id):
 
 @pytest.mark.slow
 def test_autograde_ran_cleanly(autograded):
-    assert autograded["returncode"] == 0, autograded["log"]
-    assert nbgrader_errors(autograded["log"]) == [], autograded["log"]
-    assert set(autograded["grades"]) == {"solution", "blank", *SUBMISSIONS}
+    assert_autograde_ran_cleanly(autograded, SUBMISSIONS)
 
 
 @pytest.mark.slow
 def test_solution_gets_full_marks_and_the_written_answer_waits_for_a_person(autograded):
-    assert auto_scores(autograded, "solution") == FULL
-    assert autograded["errors"]["solution"] == []
-    _, max_score, needs_manual = autograded["grades"]["solution"]["more_heads_cost"]
-    assert needs_manual and max_score == 2.0
+    assert_solution_gets_full_marks_and_written_answer_waits(autograded, FULL, "more_heads_cost")
 
 
 @pytest.mark.slow
 def test_released_exercise_gets_zero_and_fails_only_with_not_implemented_error(autograded):
-    assert auto_scores(autograded, "blank") == dict.fromkeys(FULL, 0.0)
-    found = autograded["errors"]["blank"]
-    assert found and {name for _, name in found} == {"NotImplementedError"}, found
+    assert_blank_gets_zero_with_only_not_implemented_errors(autograded, FULL)
 
 
 @pytest.mark.slow
