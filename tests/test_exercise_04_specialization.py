@@ -15,7 +15,8 @@ import torch
 
 from manyheads import analysis, release
 
-from nbgrader_course import (ROOT, assert_autograde_ran_cleanly, assert_blank_gets_zero_with_only_not_implemented_errors,
+from nbgrader_course import (ROOT, assert_autograde_ran_cleanly,
+                             assert_blank_gets_zero_with_only_not_implemented_errors,
                              assert_solution_gets_full_marks_and_written_answer_waits, auto_scores,
                              autograde_submissions, once_per_run)
 

@@ -145,7 +145,8 @@ SCRATCH="$(mktemp -d "$MANYHEADS_SCRATCH/kernel-XXXXXXXX")"
 chmod 0777 "$SCRATCH"
 cp "$CONN" "$SCRATCH/.connection.json" && chmod 0644 "$SCRATCH/.connection.json"
 {nproc}
-exec 2>>"$MANYHEADS_SCRATCH/../kernel.log" prlimit --as={limits.memory_bytes} --cpu={limits.cpu_seconds} --nproc="$NPROC" \\
+exec 2>>"$MANYHEADS_SCRATCH/../kernel.log" \\
+  prlimit --as={limits.memory_bytes} --cpu={limits.cpu_seconds} --nproc="$NPROC" \\
   --fsize={limits.file_bytes} --nofile={limits.open_files} --core=0 -- \\
   bwrap {unshare} --die-with-parent --new-session \\
   --dev /dev --proc /proc --tmpfs /tmp --perms 0755 --dir /run --perms 0755 --dir /home \\
