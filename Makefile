@@ -17,8 +17,16 @@ $(STAMP): requirements.txt pyproject.toml
 env: $(STAMP)
 
 # Build the book into _build/html, executing the chapters (cached in _build/.jupyter_cache); any warning fails it.
+# jupyter-cache executes a chapter again only when the notebook changes, but the chapters' numbers also come from
+# the manyheads package and the pinned versions: when those change, the cache is emptied first.
+CACHE := _build/.jupyter_cache
 book: $(STAMP) vendor
-	$(BIN)/jupyter-book build . -W -n --keep-going
+	@sources="$$(find src requirements.txt -type f \( -name '*.py' -o -name '*.conll' -o -name '*.txt' \) | LC_ALL=C sort)"; \
+	fingerprint="$$(cat $$sources | sha256sum | cut -d' ' -f1)"; \
+	if [ -d $(CACHE) ] && [ "$$(cat $(CACHE)/manyheads.sha256 2>/dev/null)" != "$$fingerprint" ]; then \
+	  echo "The manyheads package or requirements.txt changed: every chapter runs again."; rm -rf $(CACHE); \
+	fi; \
+	$(BIN)/jupyter-book build . -W -n --keep-going && echo "$$fingerprint" > $(CACHE)/manyheads.sha256
 
 # The JavaScript the pages need (MathJax, require.js, the widget manager), pinned and checked, into _vendor/.
 vendor:
