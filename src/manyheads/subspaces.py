@@ -205,6 +205,7 @@ def plane_projection_widget(
             colour = "tab:red" if i == query_token else "tab:blue"
             left.scatter(px, py, color=colour, s=30)
             left.annotate(labels[i], (px, py), textcoords="offset points", xytext=(4, 4), fontsize=8)
+        left.margins(0.2)  # room for the labels of points on the edge
         left.set_aspect("equal", adjustable="datalim")
         left.set_xlabel("plane direction 1")
         left.set_ylabel("plane direction 2")
