@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import math
 import os
 import re
 import shutil
@@ -17,6 +18,7 @@ from pathlib import Path
 
 import nbformat
 import pytest
+import torch
 
 from manyheads import release
 
@@ -200,3 +202,18 @@ def assert_blank_gets_zero_with_only_not_implemented_errors(autograded: dict, fu
     assert auto_scores(autograded, "blank") == dict.fromkeys(full, 0.0)
     found = autograded["errors"]["blank"]
     assert found and {name for _, name in found} == {"NotImplementedError"}, found
+
+
+def hidden_tests(assignment: str, grade_id: str) -> str:
+    """The hidden-test block of test cell ``grade_id`` in the assignment's source notebook (solutions/)."""
+    nb = nbformat.read(ROOT / release.SOURCE_DIR / assignment / f"{assignment}.ipynb", as_version=4)
+    [source] = [c.source for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id]
+    return source.split("### BEGIN HIDDEN TESTS", 1)[1].split("### END HIDDEN TESTS", 1)[0]
+
+
+def run_hidden_tests(assignment: str, grade_id: str, answer: str) -> None:
+    """Define ``answer`` (source code) beside torch and math, then run the hidden tests of ``grade_id`` on it, in
+    this process and without the visible check the graded notebook runs first: a wrong answer must fail them alone."""
+    namespace = {"torch": torch, "math": math}
+    exec(compile(answer, "answer", "exec"), namespace)
+    exec(compile(hidden_tests(assignment, grade_id), grade_id, "exec"), namespace)

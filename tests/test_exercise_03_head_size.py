@@ -20,7 +20,7 @@ from manyheads.attention import split_heads as ref_split
 from nbgrader_course import (ROOT, assert_autograde_ran_cleanly,
                              assert_blank_gets_zero_with_only_not_implemented_errors,
                              assert_solution_gets_full_marks_and_written_answer_waits, auto_scores,
-                             autograde_submissions, once_per_run)
+                             autograde_submissions, once_per_run, run_hidden_tests)
 
 EX3 = "03_head_size"
 SOURCE = ROOT / release.SOURCE_DIR / EX3 / f"{EX3}.ipynb"
@@ -235,16 +235,8 @@ def test_reference_equals_the_package_module():
 # Hidden tests in this process (fast): right answers pass, each known bug fails even without the visible check.
 
 
-def _hidden_tests(grade_id: str) -> str:
-    nb = nbformat.read(SOURCE, as_version=4)
-    [source] = [c.source for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id]
-    return source.split("### BEGIN HIDDEN TESTS", 1)[1].split("### END HIDDEN TESTS", 1)[0]
-
-
 def _run_hidden(part: str, answer: str) -> None:
-    namespace = {"torch": torch, "math": math}
-    exec(compile(answer, "answer", "exec"), namespace)
-    exec(compile(_hidden_tests(f"test_{part}"), f"test_{part}", "exec"), namespace)
+    run_hidden_tests(EX3, f"test_{part}", answer)
 
 
 @pytest.mark.parametrize("part", PARTS)

@@ -7,7 +7,6 @@ tested in test_probes_analysis.py.
 
 from __future__ import annotations
 
-import math
 
 import nbformat
 import pytest
@@ -18,7 +17,7 @@ from manyheads import analysis, release
 from nbgrader_course import (ROOT, assert_autograde_ran_cleanly,
                              assert_blank_gets_zero_with_only_not_implemented_errors,
                              assert_solution_gets_full_marks_and_written_answer_waits, auto_scores,
-                             autograde_submissions, once_per_run)
+                             autograde_submissions, once_per_run, run_hidden_tests)
 
 EX4 = "04_specialization"
 SOURCE = ROOT / release.SOURCE_DIR / EX4 / f"{EX4}.ipynb"
@@ -117,20 +116,13 @@ def relation_accuracy(weights, arcs):
 }
 
 
-def _hidden_tests(grade_id: str) -> str:
-    _, cells = _cells()
-    return cells[grade_id].source.split("### BEGIN HIDDEN TESTS", 1)[1].split("### END HIDDEN TESTS", 1)[0]
-
-
 def _solution(name: str) -> str:
     _, cells = _cells()
     return cells[name].source
 
 
 def _run_hidden(part: str, answer: str) -> None:
-    namespace = {"torch": torch, "math": math}
-    exec(compile(answer, "answer", "exec"), namespace)
-    exec(compile(_hidden_tests(f"test_{part}"), f"test_{part}", "exec"), namespace)
+    run_hidden_tests(EX4, f"test_{part}", answer)
 
 
 @pytest.mark.parametrize("part", PARTS)

@@ -19,7 +19,7 @@ from manyheads import subspaces
 
 from nbgrader_course import (assert_autograde_ran_cleanly, assert_blank_gets_zero_with_only_not_implemented_errors,
                              assert_solution_gets_full_marks_and_written_answer_waits, auto_scores,
-                             autograde_submissions, once_per_run)
+                             autograde_submissions, hidden_tests, once_per_run)
 from test_exercises import nbgrader_cells, source_path
 
 EX2 = "02_subspaces"
@@ -189,9 +189,7 @@ def _reference_namespace() -> dict:
 
 
 def _hidden_tests(grade_id: str) -> str:
-    nb = nbformat.read(source_path(EX2), as_version=4)
-    [source] = [c.source for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id]
-    return source.split("### BEGIN HIDDEN TESTS", 1)[1].split("### END HIDDEN TESTS", 1)[0]
+    return hidden_tests(EX2, grade_id)
 
 
 # ------------------------------------------------------------------------------------------------------------------

@@ -22,7 +22,8 @@ from manyheads.hygiene import setup_cell_source
 from nbgrader_course import (ROOT, assert_autograde_ran_cleanly,
                              assert_blank_gets_zero_with_only_not_implemented_errors,
                              assert_solution_gets_full_marks_and_written_answer_waits, auto_scores,
-                             autograde_submissions, nbgrader_errors, once_per_run, run_nbgrader)
+                             autograde_submissions, nbgrader_errors, once_per_run, run_hidden_tests,
+                             run_nbgrader)
 
 ASSIGNMENTS = release.assignments(ROOT)
 EX1 = "01_single_head_bottleneck"
@@ -327,16 +328,8 @@ SUBMISSIONS = {
 # check that the graded cells run first, and the right ones must pass.
 
 
-def _hidden_tests(grade_id: str) -> str:
-    nb = nbformat.read(source_path(EX1), as_version=4)
-    [source] = [c.source for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id]
-    return source.split("### BEGIN HIDDEN TESTS", 1)[1].split("### END HIDDEN TESTS", 1)[0]
-
-
 def _run_hidden_tests(grade_id: str, answer: str) -> None:
-    namespace = {"torch": torch, "math": math}
-    exec(compile(answer, "answer", "exec"), namespace)
-    exec(compile(_hidden_tests(grade_id), grade_id, "exec"), namespace)
+    run_hidden_tests(EX1, grade_id, answer)
 
 
 HIDDEN_TEST_CASES = [
