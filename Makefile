@@ -50,11 +50,11 @@ system-packages:
 
 # Regenerate the student versions in exercises/ from the nbgrader sources in solutions/.
 exercises: $(STAMP)
-	$(BIN)/python -m manyheads.release
+	$(BIN)/python -m manyheads.course.release
 
 # Canonical JSON, no outputs, Colab set-up cell first, for chapters/ and solutions/.
 clean-notebooks: $(STAMP)
-	$(BIN)/python -m manyheads.hygiene clean
+	$(BIN)/python -m manyheads.course.hygiene clean
 
 benchmarks: $(STAMP)
 	for b in benchmarks/[!_]*.py; do $(BIN)/python $$b || exit 1; done

@@ -15,8 +15,8 @@ import time
 import torch
 
 from _report import report
-from manyheads.encoder import load
-from manyheads.pretrained import model_dir
+from manyheads.models.bert import load_encoder as load
+from manyheads.models.checkpoints import model_dir
 
 SENTENCES = [
     "The cat sat on the mat.",

@@ -24,7 +24,7 @@ sys.path[:0] = [str(HERE), str(ROOT / "tests")]
 
 from _report import report  # noqa: E402
 import grading_corpus as corpus  # noqa: E402
-from manyheads.grading import report as grades  # noqa: E402
+from manyheads.course.grading import report as grades  # noqa: E402
 
 EX1 = corpus.EX1
 
@@ -53,7 +53,7 @@ def nbgrader_baseline(subs: Path, course: Path) -> float:
 
 def manyheads_grade(subs: Path, out: Path, jobs: int) -> float:
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "manyheads.grading", "grade", EX1, str(subs), "--out", str(out),
+    done = subprocess.run([sys.executable, "-m", "manyheads.course.grading", "grade", EX1, str(subs), "--out", str(out),
                            "--jobs", str(jobs)], cwd=ROOT, env=_env(), capture_output=True, text=True)
     if done.returncode != 0:
         raise SystemExit(f"manyheads grade failed:\n{done.stdout}{done.stderr}")

@@ -249,5 +249,5 @@ def build_plain(submissions: Path, n: int) -> list[Case]:
 def run_grade(*args: str, env: dict | None = None, timeout: float = 1200) -> subprocess.CompletedProcess:
     env = {**os.environ, **(env or {})}
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
-    return subprocess.run([sys.executable, "-m", "manyheads.grading", "grade", *args], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "manyheads.course.grading", "grade", *args], capture_output=True,
                           text=True, env=env, timeout=timeout, cwd=ROOT)

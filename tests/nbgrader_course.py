@@ -20,7 +20,7 @@ import nbformat
 import pytest
 import torch
 
-from manyheads import release
+from manyheads.course import release
 
 ROOT = Path(__file__).resolve().parents[1]
 

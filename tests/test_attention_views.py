@@ -1,4 +1,4 @@
-"""bertviz views served from the book's own _static (manyheads.attention_views): no CDN left, every referenced file
+"""bertviz views served from the book's own _static (manyheads.viz.attention_views): no CDN left, every referenced file
 vendored, and the views really draw in headless Chromium with the network cut off."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from manyheads import attention_views
+from manyheads.viz import attention_views
 
 ROOT = Path(__file__).resolve().parents[1]
 TOKENS = ["[CLS]", "the", "zebra", "slept", ".", "[SEP]"]

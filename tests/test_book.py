@@ -14,7 +14,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from manyheads import hygiene
+from manyheads.course import hygiene
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
@@ -40,7 +40,7 @@ def book(tmp_path_factory):
     return log, out / "_build" / "html"
 
 
-# Chapters whose live view (manyheads.live.figure_widget) shows a figure; chapter 3's shows a table.
+# Chapters whose live view (manyheads.viz.live.figure_widget) shows a figure; chapter 3's shows a table.
 FIGURE_WIDGETS = {"01_single_head_bottleneck", "02_subspaces", "04_specialization"}
 
 
@@ -62,7 +62,7 @@ def test_chapter_page_shows_executed_outputs_and_glued_numbers(book, chapter):
     # Every glue reference in the prose was replaced by a value (myst-nb leaves the role text otherwise).
     assert "{glue" not in html
     # Live views keep their picture in an Image or HTML widget: an Output widget is what headless execution can
-    # hang on (manyheads.live explains why), so none may reach the saved widget state.
+    # hang on (manyheads.viz.live explains why), so none may reach the saved widget state.
     assert "OutputModel" not in html
     nb = nbformat.read(chapter, as_version=4)
     glued = set(re.findall(r"\{glue(?::text)?\}`([A-Za-z_][A-Za-z0-9_]*)", "".join(c.source for c in nb.cells)))

@@ -1,4 +1,4 @@
-"""manyheads.encoder: equal to transformers' BertModel on the offline model, and per-head gates, gradients,
+"""manyheads.models.bert: equal to transformers' BertModel on the offline model, and per-head gates, gradients,
 zero and mean ablation, and pruning behaving as chapters 4 and 5 need."""
 
 import copy
@@ -7,8 +7,9 @@ import json
 import pytest
 import torch
 
-from manyheads.encoder import BertEncoder, load
-from manyheads.pretrained import read_state_dict
+from manyheads.models.bert import BertEncoder
+from manyheads.models.bert import load_encoder as load
+from manyheads.models.checkpoints import read_state_dict
 
 TOLERANCE = 1e-4
 
@@ -61,7 +62,7 @@ def tokenizer(loaded):
 @pytest.fixture(scope="module")
 def reference():
     from transformers import BertModel
-    from manyheads.pretrained import model_dir
+    from manyheads.models.checkpoints import model_dir
 
     return BertModel.from_pretrained(str(model_dir()), attn_implementation="eager").eval()
 
@@ -380,7 +381,7 @@ def _tiny_checkpoint(directory, bundled, hidden_act):
 
 @pytest.mark.parametrize("hidden_act", ["gelu", "gelu_new"])
 def test_local_bert_checkpoint_with_prefix_and_bin(tmp_path, hidden_act):
-    from manyheads.pretrained import model_dir
+    from manyheads.models.checkpoints import model_dir
 
     reference = _tiny_checkpoint(tmp_path, model_dir(), hidden_act)
     assert any(k.startswith("bert.") for k in read_state_dict(tmp_path))
@@ -400,7 +401,7 @@ def test_loading_rejects_wrong_checkpoints(model):
         fresh.load_hf_state_dict(state)
     with pytest.raises(ValueError, match="shape"):
         fresh.load_hf_state_dict({**_hf_names_of(model), "embeddings.word_embeddings.weight": torch.zeros(3, 384)})
-    from manyheads.encoder import BertConfig
+    from manyheads.models.bert import BertConfig
 
     with pytest.raises(ValueError, match="hidden_act"):
         BertConfig.from_hf({"hidden_act": "relu", "vocab_size": 1, "hidden_size": 1, "num_hidden_layers": 1,
@@ -408,6 +409,6 @@ def test_loading_rejects_wrong_checkpoints(model):
 
 
 def _hf_names_of(model):
-    from manyheads.pretrained import model_dir
+    from manyheads.models.checkpoints import model_dir
 
     return read_state_dict(model_dir())

@@ -12,8 +12,8 @@ import nbformat
 import pytest
 import torch
 
-from manyheads import checks_head_size as checks
-from manyheads import release
+from manyheads.checks import head_size as checks
+from manyheads.course import release
 from manyheads.attention import merge_heads as ref_merge
 from manyheads.attention import split_heads as ref_split
 
@@ -48,7 +48,7 @@ def test_contract_and_anatomy():
         test_cell, test_meta = meta[f"test_{name}"]
         assert test_meta["locked"] and test_meta["points"] == FULL[f"test_{name}"]
         assert test_cell.source.startswith('"""Part ') and "### BEGIN HIDDEN TESTS" in test_cell.source
-        assert f"mh.checks_head_size.check_{name}({name})" in meta[f"check_{name}"][0].source
+        assert f"mh.checks.check_{name}({name})" in meta[f"check_{name}"][0].source
         header = nb.cells[i - 1].source
         assert "<details>" in header and "difficulty" in header and "minutes" in header
     written = [g for g, (c, m) in meta.items() if m["grade"] and m["solution"] and c.cell_type == "markdown"]

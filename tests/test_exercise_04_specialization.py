@@ -12,7 +12,8 @@ import nbformat
 import pytest
 import torch
 
-from manyheads import analysis, release
+from manyheads import analysis
+from manyheads.course import release
 
 from nbgrader_course import (ROOT, assert_autograde_ran_cleanly,
                              assert_blank_gets_zero_with_only_not_implemented_errors,
@@ -44,7 +45,7 @@ def test_contract_and_anatomy():
         test_meta = cells[f"test_{name}"].metadata["nbgrader"]
         assert test_meta["locked"] and test_meta["points"] == FULL[f"test_{name}"]
         assert cells[f"test_{name}"].source.startswith('"""Part ') and "### BEGIN HIDDEN TESTS" in cells[f"test_{name}"].source
-        assert f"mh.checks_specialization.check_{name}({name})" in cells[f"check_{name}"].source
+        assert f"mh.checks.check_{name}({name})" in cells[f"check_{name}"].source
         header = nb.cells[i - 1].source
         assert "<details>" in header and "difficulty" in header and "minutes" in header
     written = [g for g, c in cells.items() if c.metadata["nbgrader"]["grade"] and c.metadata["nbgrader"]["solution"]

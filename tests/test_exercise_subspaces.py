@@ -14,8 +14,8 @@ import pytest
 import torch
 
 import manyheads as mh
-from manyheads import checks_subspaces as checks
-from manyheads import subspaces
+from manyheads.checks import subspaces as checks
+from manyheads.analysis import circuits as subspaces
 
 from nbgrader_course import (assert_autograde_ran_cleanly, assert_blank_gets_zero_with_only_not_implemented_errors,
                              assert_solution_gets_full_marks_and_written_answer_waits, auto_scores,
@@ -40,7 +40,7 @@ def test_exercise_2_contract_and_anatomy():
         assert cells[answer]["solution"] and not cells[answer]["grade"]
         assert f"def {answer}(" in nb.cells[i].source
         assert order[i + 1 : i + 3] == [f"check_{answer}", f"test_{answer}"], order[i : i + 3]
-        assert f"mh.checks_subspaces.check_{answer}({answer})" in nb.cells[i + 1].source
+        assert f"mh.checks.check_{answer}({answer})" in nb.cells[i + 1].source
         assert re.match(r'"""Part \d \(\d points?\): ', nb.cells[i + 2].source)
         assert "### BEGIN HIDDEN TESTS" in nb.cells[i + 2].source
         header = nb.cells[i - 1].source

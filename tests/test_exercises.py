@@ -15,9 +15,10 @@ import nbformat
 import pytest
 import torch
 
-from manyheads import checks, release
+from manyheads import checks
+from manyheads.course import release
 from manyheads.attention import scaled_dot_product_attention as reference_attention
-from manyheads.hygiene import setup_cell_source
+from manyheads.course.hygiene import setup_cell_source
 
 from nbgrader_course import (ROOT, assert_autograde_ran_cleanly,
                              assert_blank_gets_zero_with_only_not_implemented_errors,

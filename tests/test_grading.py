@@ -23,8 +23,8 @@ import pytest
 
 import grading_corpus as corpus
 from grading_corpus import run_grade
-from manyheads.grading import collect, integrity, report, sandbox
-from manyheads.grading.runner import normalise_db
+from manyheads.course.grading import collect, integrity, report, sandbox
+from manyheads.course.grading.runner import normalise_db
 
 EX1 = corpus.EX1
 
@@ -217,7 +217,7 @@ from pathlib import Path
 import nbformat
 from jupyter_client import KernelManager
 from nbclient import NotebookClient
-from manyheads.grading import sandbox
+from manyheads.course.grading import sandbox
 
 folder = Path(sys.argv[1])
 assert os.geteuid() != 0
@@ -421,7 +421,7 @@ def test_two_graders_share_one_postgresql_gradebook(postgres_url, tmp_path):
             (tmp_path / half / student / f"{EX1}.ipynb").write_bytes(corpus.dump(nb))
     # the first grader releases the assignment into the shared gradebook; the second joins while it grades
     first = subprocess.Popen(
-        [sys.executable, "-m", "manyheads.grading", "grade", EX1, str(tmp_path / "a"), "--out",
+        [sys.executable, "-m", "manyheads.course.grading", "grade", EX1, str(tmp_path / "a"), "--out",
          str(tmp_path / "out-a"), "--jobs", "2", "--db", postgres_url],
         cwd=corpus.ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         env={**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"})

@@ -7,9 +7,9 @@ import pytest
 import torch
 from torch import nn
 
-from manyheads import headsize
+from manyheads import costs as headsize
 from manyheads.attention import MultiHeadAttention
-from manyheads.headsize import (
+from manyheads.costs import (
     attention_flops, attention_matrix_bytes, divisors, head_budget, head_dim, kv_cache_bytes, mha_param_count,
 )
 
@@ -139,7 +139,7 @@ def test_sweep_configs_shapes():
 
 
 def test_run_head_sweep_trains_one_model_per_configuration_reproducibly():
-    from manyheads.tasks import TwoRelationTask
+    from manyheads.data.tasks import TwoRelationTask
     from manyheads.training import TrainConfig
 
     task = TwoRelationTask(vocab_size=6, seq_len=6, offsets=(1, 2))
@@ -172,7 +172,7 @@ def test_low_rank_bottleneck_fit():
 
 
 def test_head_budget_explorer_shows_the_numbers_or_explains_the_error():
-    from manyheads import widgets_head_budget as explorer
+    from manyheads.viz import widgets as explorer
 
     page = explorer.head_budget_html(512, 8, 8, seq_len=1024)
     assert "<td>64</td>" in page and "1,050,624" in page and "multi-head" in page and "Invalid" not in page

@@ -1,4 +1,4 @@
-"""manyheads.live: controls plus a figure or HTML view, redrawn on change, with no Output widget (see its docstring)."""
+"""manyheads.viz.live: controls plus a figure or HTML view, redrawn on change, with no Output widget (see its docstring)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
 
-from manyheads import live, subspaces, viz, widgets_head_budget  # noqa: E402
+from manyheads import viz  # noqa: E402
+from manyheads.viz import live, widgets as widgets_head_budget  # noqa: E402
+from manyheads.viz import widgets as subspaces  # noqa: E402
 
 PNG = b"\x89PNG\r\n\x1a\n"
 

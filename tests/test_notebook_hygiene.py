@@ -7,7 +7,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from manyheads import hygiene
+from manyheads.course import hygiene
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))

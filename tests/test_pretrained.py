@@ -1,4 +1,4 @@
-"""manyheads.pretrained and manyheads.tokenizer: finding and verifying the offline model, local checkpoint
+"""manyheads.models.checkpoints and manyheads.models.tokenizer: finding and verifying the offline model, local checkpoint
 directories, hub names failing cleanly offline, and tokenization equal to transformers' tokenizer."""
 
 import os
@@ -9,9 +9,9 @@ import textwrap
 import pytest
 import torch
 
-from manyheads import pretrained
-from manyheads.pretrained import DEFAULT_MODEL_SHA256, PretrainedModelError
-from manyheads.tokenizer import Tokenizer
+from manyheads.models import checkpoints as pretrained
+from manyheads.models.checkpoints import DEFAULT_MODEL_SHA256, PretrainedModelError
+from manyheads.models.tokenizer import Tokenizer
 
 
 @pytest.fixture(scope="module")
@@ -89,7 +89,7 @@ def test_incomplete_directory_and_bad_path(tmp_path):
 
 _HUB_SCRIPT = textwrap.dedent(
     """
-    from manyheads import pretrained
+    from manyheads.models import checkpoints as pretrained
     try:
         pretrained.model_dir("bert-base-uncased")
     except pretrained.PretrainedModelError as error:

@@ -1,4 +1,4 @@
-"""Chapter 4's probe data (manyheads.probes) and head statistics (manyheads.analysis)."""
+"""Chapter 4's probe data (manyheads.data.probes) and head statistics (manyheads.analysis)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from importlib import resources
 import pytest
 import torch
 
-from manyheads import analysis, probes
+from manyheads import analysis
+from manyheads.data import probes
 
 
 # ------------------------------------------------------------------------------------------------ probe data
@@ -108,7 +109,7 @@ def test_word_attention_sums_keys_and_averages_queries():
     # [CLS] the un ##believ ##able dog [SEP]
     word_ids = [None, 0, 1, 1, 1, 2, None]
     weights = torch.softmax(torch.randn(2, 3, 7, 7, generator=torch.Generator().manual_seed(0)), dim=-1)
-    got = probes.word_attention(weights, word_ids)
+    got = analysis.word_attention(weights, word_ids)
     assert got.shape == (2, 3, 3, 3)
     torch.testing.assert_close(got, _reference_word_attention(weights, word_ids))
     # by hand: attention from word 1 (pieces 2..4) to word 2 (piece 5), and from word 0 to word 1
@@ -120,28 +121,28 @@ def test_word_attention_sums_keys_and_averages_queries():
 
 def test_word_attention_ignores_padding_and_checks_words():
     weights = torch.softmax(torch.randn(1, 1, 6, 6), dim=-1)
-    got = probes.word_attention(weights, [None, 0, 1, None])  # two padding positions at the end
+    got = analysis.word_attention(weights, [None, 0, 1, None])  # two padding positions at the end
     torch.testing.assert_close(got, weights[..., 1:3, 1:3])
     with pytest.raises(ValueError, match="cover"):
-        probes.word_attention(weights, [None, 0, 2, None])
+        analysis.word_attention(weights, [None, 0, 2, None])
 
 
 def test_word_attentions_from_the_encoder_match_the_tokenizer(tiny_model):
     encoder, tokenizer = tiny_model
     sentences = [("Unbelievably", "tall", "giraffes", "."), ("A", "dog", ".")]
-    out = probes.word_attentions(encoder, tokenizer, sentences, batch_size=2)
+    out = analysis.word_attentions(encoder, tokenizer, sentences, batch_size=2)
     assert [tuple(w.shape) for w in out] == [(2, 2, 4, 4), (2, 2, 3, 3)]
     batch = tokenizer([list(s) for s in sentences])
     attn = encoder(batch).stacked_attentions()
-    torch.testing.assert_close(out[1], probes.word_attention(attn[:, 1], batch.word_ids[1]))
+    torch.testing.assert_close(out[1], analysis.word_attention(attn[:, 1], batch.word_ids[1]))
 
 
 @pytest.fixture(scope="module")
 def tiny_model():
     """A small random BERT with the real MiniLM tokenizer (the real weights are not needed for shapes)."""
-    from manyheads import pretrained
-    from manyheads.encoder import BertConfig, BertEncoder
-    from manyheads.tokenizer import Tokenizer
+    from manyheads.models import checkpoints as pretrained
+    from manyheads.models.bert import BertConfig, BertEncoder
+    from manyheads.models.tokenizer import Tokenizer
 
     directory = pretrained.model_dir()
     tokenizer = Tokenizer.from_dir(directory)
@@ -159,9 +160,9 @@ def test_head_name_counts_from_one():
 
 def test_attention_entropy():
     w = torch.tensor([[1.0, 0.0, 0.0, 0.0], [0.25, 0.25, 0.25, 0.25]])
-    assert math.isclose(float(analysis.attention_entropy(w)), math.log(4) / 2, rel_tol=1e-6)
+    assert math.isclose(float(analysis.mean_attention_entropy(w)), math.log(4) / 2, rel_tol=1e-6)
     batch = torch.softmax(torch.randn(3, 2, 5, 7), dim=-1)
-    got = analysis.attention_entropy(batch)
+    got = analysis.mean_attention_entropy(batch)
     assert got.shape == (3, 2)
     torch.testing.assert_close(got, -(batch * batch.log()).sum(-1).mean(-1))
 
@@ -243,21 +244,21 @@ def test_surface_statistics_on_a_hand_made_pattern():
 def test_probes_on_the_pretrained_model_beat_the_baselines():
     """On MiniLM, the best head beats the best fixed offset for determiners and direct objects, and the numbers
     stay the same from run to run (the chapter's glued figures depend on it)."""
-    from manyheads import encoder as enc_module
+    from manyheads.models import bert as enc_module
 
-    encoder, tokenizer = enc_module.load()
+    encoder, tokenizer = enc_module.load_encoder()
     sentences = probes.dependency_sentences(n_grammar=120)
-    attns = probes.word_attentions(encoder, tokenizer, sentences)
+    attns = analysis.word_attentions(encoder, tokenizer, sentences)
     rows = {r.relation: r for r in analysis.relation_table(attns, sentences, probes.RELATIONS)}
     for relation in ("det", "dobj", "poss"):
         assert rows[relation].accuracy > rows[relation].baseline_accuracy + 0.1, rows[relation]
-    again = probes.word_attentions(encoder, tokenizer, sentences[:5])
+    again = analysis.word_attentions(encoder, tokenizer, sentences[:5])
     for a, b in zip(attns[:5], again):
         torch.testing.assert_close(a, b)
 
 
 # ------------------------------------------------------------------------- exercise 4's visible checks
-from manyheads import checks_specialization as checks4  # noqa: E402
+from manyheads.checks import specialization as checks4  # noqa: E402
 
 
 def _stub(*args, **kwargs):
@@ -265,13 +266,13 @@ def _stub(*args, **kwargs):
 
 
 def test_visible_checks_pass_on_the_reference(capsys):
-    checks4.check_attention_entropy(analysis.attention_entropy)
+    checks4.check_mean_attention_entropy(analysis.mean_attention_entropy)
     checks4.check_offset_attention(analysis.offset_attention)
     checks4.check_relation_accuracy(analysis.relation_accuracy)
     assert capsys.readouterr().out.count("all visible checks passed") == 3
 
 
-@pytest.mark.parametrize("check", [checks4.check_attention_entropy, checks4.check_offset_attention,
+@pytest.mark.parametrize("check", [checks4.check_mean_attention_entropy, checks4.check_offset_attention,
                                    checks4.check_relation_accuracy])
 def test_visible_checks_let_not_implemented_error_through(check):
     with pytest.raises(NotImplementedError):
@@ -286,7 +287,7 @@ def test_visible_checks_let_not_implemented_error_through(check):
 ])
 def test_entropy_check_names_the_bug(bug, message):
     with pytest.raises(AssertionError, match=message):
-        checks4.check_attention_entropy(bug)
+        checks4.check_mean_attention_entropy(bug)
 
 
 def _offset_all_queries(w, offset):  # wraps around instead of skipping the queries that fall off the edge

@@ -1,4 +1,4 @@
-"""manyheads.subspaces: per-head weights, QK circuits and scores agree with the module; principal angles; ranks."""
+"""manyheads.analysis.circuits: per-head weights, QK circuits and scores agree with the module; principal angles; ranks."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from manyheads.attention import MultiHeadAttention, split_heads
-from manyheads import subspaces as sub
+from manyheads.analysis import circuits as sub
 
 
 def _mha(d_model=12, n_heads=3, bias=True, seed=0):

@@ -12,8 +12,8 @@ import pytest
 import torch
 
 from manyheads.models import TinyAttentionModel, count_parameters
-from manyheads.tasks import IGNORE_INDEX, TwoRelationTask, offset_targets
-from manyheads.training import TrainConfig, relation_accuracy, train
+from manyheads.data.tasks import IGNORE_INDEX, TwoRelationTask, offset_targets
+from manyheads.training import TrainConfig, readout_accuracy, train
 from manyheads import viz
 
 
@@ -88,7 +88,7 @@ def test_relation_accuracy_ignores_unscored_positions():
     logits[0, 0, :, 0] = 5  # unscored position: anything goes
     logits[0, 1, 0, 1] = logits[0, 1, 1, 2] = 5  # relation 0 right, relation 1 wrong
     logits[0, 2, :, 2] = 5  # both right
-    assert relation_accuracy(logits, targets).tolist() == [1.0, 0.5]
+    assert readout_accuracy(logits, targets).tolist() == [1.0, 0.5]
 
 
 def test_training_is_seeded_and_learns():

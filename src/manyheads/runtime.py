@@ -1,4 +1,4 @@
-"""Where code runs and how runs are made repeatable: the automatic device choice and seeding."""
+"""Where code runs and how runs are made repeatable: the automatic device choice and seeding (every chapter)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ import random
 
 import numpy as np
 import torch
+
+__all__ = ["device", "seed_everything"]
 
 
 def device() -> torch.device:

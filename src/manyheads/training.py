@@ -1,4 +1,4 @@
-"""A small, seeded training loop for the toy models, with a progress bar and learning curves (chapter 1).
+"""The one training loop of the course, seeded, with a progress bar and learning curves (chapters 1-4 train with it).
 
 Fresh batches are drawn every step from the task (there is no fixed training set to overfit); accuracy is measured
 on one held-out batch that depends only on ``TrainConfig.eval_seed``, so every model in a comparison is scored on
@@ -20,9 +20,9 @@ from tqdm.auto import tqdm
 
 from manyheads.runtime import device as default_device
 from manyheads.runtime import seed_everything
-from manyheads.tasks import IGNORE_INDEX, TwoRelationTask
+from manyheads.data.tasks import IGNORE_INDEX, TwoRelationTask
 
-__all__ = ["TrainConfig", "TrainResult", "relation_accuracy", "evaluate", "train"]
+__all__ = ["TrainConfig", "TrainResult", "readout_accuracy", "evaluate", "train"]
 
 
 @dataclass(frozen=True)
@@ -60,8 +60,8 @@ class TrainResult:
         return self.eval_accuracy[-1]
 
 
-def relation_accuracy(logits: Tensor, targets: Tensor) -> Tensor:
-    """Share of correct argmax predictions, per relation, ignoring :data:`~manyheads.tasks.IGNORE_INDEX` targets.
+def readout_accuracy(logits: Tensor, targets: Tensor) -> Tensor:
+    """Share of correct argmax predictions, per relation, ignoring :data:`~manyheads.data.tasks.IGNORE_INDEX` targets.
 
     logits: (batch, seq, n_relations, vocab); targets: (batch, seq, n_relations). Returns (n_relations,).
     """
@@ -77,7 +77,7 @@ def evaluate(model: nn.Module, tokens: Tensor, targets: Tensor) -> list[float]:
     model.eval()
     logits, _ = model(tokens)
     model.train(was_training)
-    return relation_accuracy(logits, targets).tolist()
+    return readout_accuracy(logits, targets).tolist()
 
 
 def _loss(logits: Tensor, targets: Tensor) -> Tensor:

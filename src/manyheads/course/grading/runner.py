@@ -28,11 +28,12 @@ from pathlib import Path
 
 import nbformat
 
-from manyheads.grading import collect as collect_mod
-from manyheads.grading import integrity
-from manyheads.grading import sandbox as sandbox_mod
+from manyheads.course.grading import collect as collect_mod
+from manyheads.course.grading import integrity
+from manyheads.course.grading import sandbox as sandbox_mod
+from manyheads.course.layout import CourseLayout
 
-CONFIG_FILE = "nbgrader_config.py"
+CONFIG_FILE = CourseLayout.CONFIG_FILE
 
 
 class GradingError(Exception):
@@ -94,16 +95,16 @@ def nbgrader(course: Path, *args: str, db: str, env: dict | None = None, timeout
 
 def find_course(assignment: str, course: Path | None = None) -> Path:
     """The course holding solutions/ASSIGNMENT: ``course``, else the current folder, else this checkout."""
-    from manyheads.hygiene import REPO_ROOT
+    from manyheads.course.layout import REPO_ROOT, CourseLayout, CourseNotFound
 
     candidates = [Path(course)] if course else [Path.cwd(), REPO_ROOT]
     for root in candidates:
-        if (root / CONFIG_FILE).is_file() and (root / "solutions").is_dir():
-            names = sorted(p.name for p in (root / "solutions").iterdir() if p.is_dir())
-            if assignment in names and (root / "solutions" / assignment / f"{assignment}.ipynb").is_file():
-                return root.resolve()
-            raise GradingError(f"unknown assignment {assignment!r}: {root / 'solutions'} has "
-                               f"{', '.join(names) or 'no assignments'}")
+        layout = CourseLayout(root)
+        if layout.is_course():
+            try:
+                return layout.require(assignment).root.resolve()
+            except CourseNotFound as exc:
+                raise GradingError(str(exc)) from exc
     raise GradingError(f"no nbgrader course (nbgrader_config.py + solutions/) in {', '.join(map(str, candidates))}")
 
 

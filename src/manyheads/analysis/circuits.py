@@ -38,7 +38,6 @@ __all__ = [
     "effective_rank",
     "project_onto_plane",
     "plane_basis",
-    "plane_projection_widget",
 ]
 
 
@@ -172,59 +171,3 @@ def plane_basis(azimuth: float, elevation: float) -> Tensor:
 def project_onto_plane(x: Tensor, basis: Tensor) -> Tensor:
     """Coordinates of points x (n, 3) in a plane with orthonormal basis (3, 2): (n, 2)."""
     return x.double() @ basis.double()
-
-
-def plane_projection_widget(
-    embeddings: Tensor, labels: Sequence[str], query: int = 0, azimuth: float = 0.0, elevation: float = 0.0
-):
-    """Slider widget: choose a plane (a d_head = 2 head with W_q = W_k = the plane's basis) for 3-D toy embeddings.
-
-    Left: the points projected onto the plane. Right: the head's attention of the query token over all tokens,
-    softmax(x_q P Pᵀ x_jᵀ / √2). ``azimuth`` and ``elevation`` (degrees) place the plane's normal at the start; the
-    figure for them is drawn when the widget is created (the static
-    page shows that state). Imports matplotlib and ipywidgets only when called.
-    """
-    import ipywidgets as widgets
-    import matplotlib.pyplot as plt
-
-    from manyheads.live import figure_widget
-
-    x = embeddings.double()
-    if x.dim() != 2 or x.shape[1] != 3:
-        raise ValueError(f"embeddings must be (n, 3), got {tuple(x.shape)}")
-
-    def draw(azimuth: float, elevation: float, query_token: int):
-        basis = plane_basis(azimuth, elevation)
-        points = project_onto_plane(x, basis)
-        scores = points[query_token] @ points.T / math.sqrt(2)
-        weights = torch.softmax(scores, dim=-1)
-        fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.4), layout="constrained")
-        left.axhline(0, color="0.8", lw=0.8)
-        left.axvline(0, color="0.8", lw=0.8)
-        for i, (px, py) in enumerate(points.tolist()):
-            colour = "tab:red" if i == query_token else "tab:blue"
-            left.scatter(px, py, color=colour, s=30)
-            left.annotate(labels[i], (px, py), textcoords="offset points", xytext=(4, 4), fontsize=8)
-        left.margins(0.2)  # room for the labels of points on the edge
-        left.set_aspect("equal", adjustable="datalim")
-        left.set_xlabel("plane direction 1")
-        left.set_ylabel("plane direction 2")
-        left.set_title(f"tokens projected onto the head's plane (normal at {azimuth:.0f}°, {elevation:.0f}°)",
-                       fontsize=9)
-        right.bar(range(len(labels)), weights.numpy(), color=["tab:red" if i == query_token else "tab:blue"
-                                                              for i in range(len(labels))])
-        right.set_xticks(range(len(labels)), labels, rotation=45, ha="right", fontsize=8)
-        right.set_ylim(0, 1)
-        right.set_ylabel("attention weight")
-        right.set_title(f"where the query {labels[query_token]!r} looks under this head", fontsize=9)
-        return fig
-
-    return figure_widget(
-        draw,
-        azimuth=widgets.FloatSlider(value=azimuth, min=0.0, max=180.0, step=15.0, description="azimuth",
-                                    continuous_update=False),
-        elevation=widgets.FloatSlider(value=elevation, min=-90.0, max=90.0, step=15.0, description="elevation",
-                                      continuous_update=False),
-        query_token=widgets.Dropdown(options=[(label, i) for i, label in enumerate(labels)], value=query,
-                                     description="query"),
-    )

@@ -1,4 +1,4 @@
-"""Self-checks behind the visible tests of exercise 2 (representation subspaces); same contract as ``checks``.
+"""Visible checks of exercise 2 (chapter 2, representation subspaces), reached as ``mh.checks.<name>``.
 
 Each ``check_*`` takes the student's function, runs it on small fixed inputs and prints a one-line success message
 or raises ``AssertionError`` naming the likely bug; an unanswered stub's ``NotImplementedError`` goes through
@@ -15,7 +15,7 @@ from typing import Callable
 import torch
 from torch import Tensor
 
-from manyheads.checking import call_student, close_to, fixed_randn, max_abs_diff, report_passed, require_tensor
+from manyheads.checks.core import call_student, close_to, fixed_randn, max_abs_diff, report_passed, require_tensor
 
 __all__ = ["check_qk_circuits", "check_head_scores", "check_principal_angles"]
 

@@ -11,9 +11,9 @@ import os
 import sys
 from pathlib import Path
 
-from manyheads.grading import report
-from manyheads.grading.collect import CollectError
-from manyheads.grading.runner import GradingError, Options, grade
+from manyheads.course.grading import report
+from manyheads.course.grading.collect import CollectError
+from manyheads.course.grading.runner import GradingError, Options, grade
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,4 +1,4 @@
-"""Probe data for chapter 4 (what heads learn), made by the project, and word-piece → word attention.
+"""Probe data for chapter 4 (what heads learn), made by the project and shipped with the package.
 
 Three kinds of data, all shipped with the package (nothing is downloaded):
 
@@ -9,10 +9,7 @@ Three kinds of data, all shipped with the package (nothing is downloaded):
   number plus hand-written ones (``data/coreference.txt``).
 
 Conventions: words are indexed from 0 within a sentence; an arc is ``(dependent, head)``; the root's head is -1.
-
-:func:`word_attention` turns a head's attention between word pieces into attention between words the way
-Clark et al. did: the attention *to* a word is the **sum** over its pieces, the attention *from* a word is the
-**mean** over its pieces, so every row still sums to the mass it gives to words.
+Turning attention between word pieces into attention between words is :mod:`manyheads.analysis.collect`'s job.
 """
 
 from __future__ import annotations
@@ -23,12 +20,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 
-import torch
-from torch import Tensor
 
 __all__ = [
     "RELATIONS", "Sentence", "CorefItem", "grammar_sentences", "natural_sentences", "dependency_sentences",
-    "coreference_items", "read_conll", "word_attention", "word_attentions",
+    "coreference_items", "read_conll",
 ]
 
 #: The relations chapter 4 reports, in table order.
@@ -203,7 +198,7 @@ def grammar_sentences(n: int = 320, seed: int = 0) -> list[Sentence]:
 
 # ------------------------------------------------------------------------------------------------- data files
 def _data_text(name: str) -> str:
-    return resources.files("manyheads").joinpath("data", name).read_text(encoding="utf-8")
+    return resources.files("manyheads.data").joinpath(name).read_text(encoding="utf-8")
 
 
 def read_conll(text: str, source: str = "natural") -> list[Sentence]:
@@ -316,44 +311,3 @@ def coreference_items(n_template: int = 120, seed: int = 0) -> list[CorefItem]:
     """Pronoun → antecedent items: ``n_template`` from templates (two people of different genders, so the pronoun
     decides; the antecedent is the farther person in half of them), then the hand-written ones."""
     return _template_items(n_template, seed) + _hand_items()
-
-
-# --------------------------------------------------------------------------------- word pieces → words
-def word_attention(weights: Tensor, word_ids: Sequence[int | None], n_words: int | None = None) -> Tensor:
-    """Attention between word pieces → attention between words (Clark et al. 2019, §2).
-
-    weights: (..., seq, seq) over the word pieces of one sentence (padding may follow: only the first
-    ``len(word_ids)`` positions are used). word_ids[i]: the word of piece i, or None for [CLS], [SEP] (dropped).
-    Returns (..., n_words, n_words): ``out[..., a, b]`` = mean over the pieces i of word a of the sum over the
-    pieces j of word b of ``weights[..., i, j]``. Rows sum to the share of attention that goes to words (not to
-    [CLS] or [SEP]).
-    """
-    known = [w for w in word_ids if w is not None]
-    if n_words is None:
-        n_words = max(known) + 1
-    if sorted(set(known)) != list(range(n_words)):
-        raise ValueError(f"word_ids must cover words 0..{n_words - 1}: {list(word_ids)}")
-    seq = len(word_ids)
-    # membership (n_words, seq): 1 where piece j belongs to word a
-    member = torch.zeros(n_words, seq, dtype=weights.dtype, device=weights.device)
-    for j, w in enumerate(word_ids):
-        if w is not None:
-            member[w, j] = 1.0
-    w = weights[..., :seq, :seq]
-    summed_keys = w @ member.T                                   # (..., seq, n_words): sum over the key's pieces
-    mean_rows = member / member.sum(dim=1, keepdim=True)         # (n_words, seq): average over the query's pieces
-    return mean_rows @ summed_keys
-
-
-def word_attentions(encoder, tokenizer, sentences: Sequence, batch_size: int = 64) -> list[Tensor]:
-    """Run ``encoder`` on pre-split sentences (objects with ``.words``, or word lists) and return, per sentence,
-    its attention between words: a (n_layers, n_heads, n_words, n_words) CPU tensor (float32)."""
-    out = []
-    with torch.no_grad():
-        for start in range(0, len(sentences), batch_size):
-            chunk = [list(getattr(s, "words", s)) for s in sentences[start:start + batch_size]]
-            batch = tokenizer(chunk)
-            attentions = encoder(batch).stacked_attentions().float().cpu()  # (n_layers, batch, n_heads, seq, seq)
-            for row, words in enumerate(chunk):
-                out.append(word_attention(attentions[:, row], batch.word_ids[row], len(words)))
-    return out

@@ -1,4 +1,4 @@
-"""Building blocks of the exercises' visible checks (``manyheads.checks`` and ``manyheads.checks_*``).
+"""Building blocks of the exercises' visible checks (one module per exercise in ``manyheads.checks``).
 
 Each check calls the student's function through :func:`call_student`, so that only ``NotImplementedError`` (an
 unanswered stub) escapes unchanged and every other error says which input caused it.

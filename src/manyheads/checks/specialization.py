@@ -1,10 +1,10 @@
-"""Visible self-checks for exercise 4 (what heads learn): they run anywhere (Colab included), with no nbgrader.
+"""Visible checks of exercise 4 (chapter 4, what heads learn), reached as ``mh.checks.<name>``.
 
-Like :mod:`manyheads.checks`: each ``check_*`` takes the student's function, runs it on small fixed inputs, prints
+Like every module of :mod:`manyheads.checks`: each ``check_*`` takes the student's function, runs it on small fixed inputs, prints
 a one-line success message or raises ``AssertionError`` naming the likely bug; ``NotImplementedError`` from an
 unanswered stub passes through unchanged. The graded hidden tests use other, random inputs.
 
-Contract (exercise 4): :func:`check_attention_entropy` (mean over query rows of −Σ w ln w),
+Contract (exercise 4): :func:`check_mean_attention_entropy` (mean over query rows of −Σ w ln w),
 :func:`check_offset_attention`, :func:`check_relation_accuracy`.
 """
 
@@ -16,9 +16,9 @@ from typing import Any, Callable
 import torch
 from torch import Tensor
 
-from manyheads.checking import call_student, close_to, fixed_randn, max_abs_diff, report_passed, require_tensor
+from manyheads.checks.core import call_student, close_to, fixed_randn, max_abs_diff, report_passed, require_tensor
 
-__all__ = ["check_attention_entropy", "check_offset_attention", "check_relation_accuracy"]
+__all__ = ["check_mean_attention_entropy", "check_offset_attention", "check_relation_accuracy"]
 
 
 def _shape(name: str, got: Tensor, want: tuple[int, ...], hint: str) -> None:
@@ -26,12 +26,12 @@ def _shape(name: str, got: Tensor, want: tuple[int, ...], hint: str) -> None:
         raise AssertionError(f"{name} returned shape {tuple(got.shape)}, expected {want}: {hint}")
 
 
-def check_attention_entropy(attention_entropy: Callable[[Tensor], Tensor]) -> None:
-    """Part 1: ``attention_entropy(weights)`` (..., seq_q, seq_k) → (...), mean over queries of −Σ w ln w."""
+def check_mean_attention_entropy(mean_attention_entropy: Callable[[Tensor], Tensor]) -> None:
+    """Part 1: ``mean_attention_entropy(weights)`` (..., seq_q, seq_k) → (...), mean over queries of −Σ w ln w."""
     weights = torch.softmax(fixed_randn(2, 3, 4, 5, seed=41), dim=-1)
     rows = -(weights * weights.log()).sum(-1)
-    got = require_tensor("attention_entropy's result", call_student(attention_entropy, "weights of shape (2, 3, 4, 5)", weights))
-    _shape("attention_entropy", got, (2, 3), "one number per head: sum over keys (last axis), then average over "
+    got = require_tensor("mean_attention_entropy's result", call_student(mean_attention_entropy, "weights of shape (2, 3, 4, 5)", weights))
+    _shape("mean_attention_entropy", got, (2, 3), "one number per head: sum over keys (last axis), then average over "
            "queries (the axis before)")
     if close_to(got, -rows.mean(-1)):
         raise AssertionError("the entropy came out negative: it is −Σ w ln w")
@@ -40,14 +40,14 @@ def check_attention_entropy(attention_entropy: Callable[[Tensor], Tensor]) -> No
     if close_to(got, rows.sum(-1)):
         raise AssertionError("you summed over the query rows: average them instead")
     if not close_to(got, rows.mean(-1)):
-        raise AssertionError(f"attention_entropy differs from the mean row entropy by up to {max_abs_diff(got, rows.mean(-1)):.3g}")
+        raise AssertionError(f"mean_attention_entropy differs from the mean row entropy by up to {max_abs_diff(got, rows.mean(-1)):.3g}")
     one_hot = torch.eye(3, dtype=torch.float64)
-    got = require_tensor("attention_entropy's result", call_student(attention_entropy, "one-hot weights", one_hot))
+    got = require_tensor("mean_attention_entropy's result", call_student(mean_attention_entropy, "one-hot weights", one_hot))
     if torch.isnan(got).any():
         raise AssertionError("NaN for weights containing zeros: 0 · ln 0 counts as 0 (torch.special.xlogy(w, w))")
     if not close_to(got, torch.tensor(0.0, dtype=torch.float64)):
         raise AssertionError(f"one-hot rows have entropy 0, got {got.tolist()}")
-    report_passed("check_attention_entropy")
+    report_passed("check_mean_attention_entropy")
 
 
 def check_offset_attention(offset_attention: Callable[[Tensor, int], Tensor]) -> None:

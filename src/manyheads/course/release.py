@@ -1,7 +1,7 @@
 """Regenerate the student versions (exercises/) from the nbgrader sources (solutions/) with real nbgrader.
 
-``python -m manyheads.release``               regenerates every assignment (every folder in solutions/);
-``python -m manyheads.release NAME [NAME…]``  only those (``make exercises`` runs the first form).
+``python -m manyheads.course.release``               regenerates every assignment (every folder in solutions/);
+``python -m manyheads.course.release NAME [NAME…]``  only those (``make exercises`` runs the first form).
 
 This is a thin wrapper around ``nbgrader generate_assignment NAME --force --no-db`` run with the course's
 ``nbgrader_config.py`` (source → solutions/, release → exercises/), so the result is exactly what nbgrader itself
@@ -25,12 +25,12 @@ from pathlib import Path
 
 import nbformat
 
-from manyheads import hygiene
-from manyheads.hygiene import REPO_ROOT
+from manyheads.course import hygiene
+from manyheads.course.layout import REPO_ROOT, CourseLayout
 
-SOURCE_DIR = "solutions"
-RELEASE_DIR = "exercises"
-CONFIG_FILE = "nbgrader_config.py"
+SOURCE_DIR = CourseLayout.SOURCE
+RELEASE_DIR = CourseLayout.RELEASE
+CONFIG_FILE = CourseLayout.CONFIG_FILE
 # Text that must never reach a student: nbgrader's solution and hidden-test delimiters and mark schemes.
 FORBIDDEN_IN_RELEASE = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS", "MARK SCHEME")
 # Notebook metadata (written in the source, copied by nbgrader) that says the release is generated and from what.
@@ -39,8 +39,7 @@ GENERATED_NOTE_KEY = "manyheads"
 
 def assignments(root: Path = REPO_ROOT) -> list[str]:
     """Names of all assignments: the folders of solutions/ that hold a notebook."""
-    source = root / SOURCE_DIR
-    return sorted(p.name for p in source.iterdir() if p.is_dir() and any(p.glob("*.ipynb"))) if source.is_dir() else []
+    return CourseLayout(root).assignments()
 
 
 def nbgrader_command(*args: str, root: Path) -> list[str]:
@@ -51,7 +50,7 @@ def nbgrader_command(*args: str, root: Path) -> list[str]:
 def release_problems(path: Path) -> list[str]:
     """What is wrong with one generated release notebook, as human-readable lines (empty when it is fine).
 
-    Everything a committed notebook must satisfy (:func:`manyheads.hygiene.problems`), plus what only a release
+    Everything a committed notebook must satisfy (:func:`manyheads.course.hygiene.problems`), plus what only a release
     must: no solution or hidden-test text, and the note saying it is generated.
     """
     found = hygiene.problems(path)
@@ -110,7 +109,7 @@ def generate_into(course_root: Path, names: Sequence[str] | None = None, source_
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m manyheads.release", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m manyheads.course.release", description=__doc__.splitlines()[0])
     parser.add_argument("names", nargs="*", metavar="ASSIGNMENT", help="assignments to regenerate (default: all)")
     args = parser.parse_args(argv)
     for path in generate(REPO_ROOT, args.names or None):

@@ -27,7 +27,7 @@ from torch import Tensor, nn
 
 from manyheads.attention import MultiHeadAttention, padding_mask
 
-__all__ = ["BertConfig", "BertEncoder", "EncoderLayer", "EncoderOutput", "load"]
+__all__ = ["BertConfig", "BertEncoder", "EncoderLayer", "EncoderOutput", "load_encoder"]
 
 # Hugging Face's names for GELU: "gelu" is the exact erf form BERT was trained with; the others are the tanh fit.
 _ACTIVATIONS = {"gelu": "none", "gelu_new": "tanh", "gelu_pytorch_tanh": "tanh"}
@@ -129,7 +129,7 @@ class EncoderLayer(nn.Module):
 
 
 class BertEncoder(nn.Module):
-    """BERT's encoder stack with per-head gates (chapters 4-6). Load one with :meth:`from_pretrained` or :func:`load`.
+    """BERT's encoder stack with per-head gates (chapters 4-6). Load one with :meth:`from_pretrained` or :func:`load_encoder`.
 
     ``head_gates`` (n_layers, n_heads), ones by default, multiplies each head's output before that layer's W_o
     (it is handed to each layer's ``MultiHeadAttention.head_gates`` at every forward, so set gates here).
@@ -156,7 +156,7 @@ class BertEncoder(nn.Module):
         token_type_ids: Tensor | None = None,
         output_hidden_states: bool = False,
     ) -> EncoderOutput:
-        """input_ids: (batch, seq) word-piece ids, or a :class:`~manyheads.tokenizer.TokenBatch` (then the other
+        """input_ids: (batch, seq) word-piece ids, or a :class:`~manyheads.models.tokenizer.TokenBatch` (then the other
         two come from it); inputs are moved to the model's device. attention_mask: (batch, seq), 1/True = real token, 0/False = padding (default: all
         real). token_type_ids: (batch, seq) segment ids (default: all 0). Returns an :class:`EncoderOutput`.
         """
@@ -257,7 +257,7 @@ class BertEncoder(nn.Module):
         heads: one ``(layer, head)`` pair, an iterable of pairs, or a bool tensor (n_layers, n_heads), True = ablate.
         mode ``"zero"``: the head's output is 0 (its gate is set to 0).
         mode ``"mean"``: the head's output is replaced by its mean over the real tokens of ``reference`` -- a
-        :class:`~manyheads.tokenizer.TokenBatch` (or a dict of forward's keyword arguments) or the
+        :class:`~manyheads.models.tokenizer.TokenBatch` (or a dict of forward's keyword arguments) or the
         (n_layers, n_heads, d_head) tensor :meth:`head_output_means` returns (to reuse it across many ablations).
         Mean ablation keeps the average information a head adds and removes only what depends on the input.
         """
@@ -334,15 +334,15 @@ class BertEncoder(nn.Module):
     # -------------------------------------------------------------------------------------------- loading
     @classmethod
     def from_pretrained(cls, name: str | os.PathLike | None = None) -> "BertEncoder":
-        """Load a BERT-family checkpoint (see :func:`manyheads.pretrained.model_dir` for what ``name`` may be).
+        """Load a BERT-family checkpoint (see :func:`manyheads.models.checkpoints.model_dir` for what ``name`` may be).
 
         Returns the model in eval mode, on the CPU, in float32.
         """
-        from manyheads import pretrained
+        from manyheads.models import checkpoints
 
-        directory = pretrained.model_dir(name)
-        model = cls(BertConfig.from_hf(pretrained.read_config(directory)))
-        model.load_hf_state_dict(pretrained.read_state_dict(directory))
+        directory = checkpoints.model_dir(name)
+        model = cls(BertConfig.from_hf(checkpoints.read_config(directory)))
+        model.load_hf_state_dict(checkpoints.read_state_dict(directory))
         return model.eval()
 
     def load_hf_state_dict(self, state: Mapping[str, Tensor]) -> None:
@@ -439,15 +439,15 @@ def _attention_mask_of(args: tuple, kwargs: dict) -> Tensor | None:
     return args[1] if len(args) > 1 else None
 
 
-def load(name: str | os.PathLike | None = None, device: torch.device | str | None = None):
+def load_encoder(name: str | os.PathLike | None = None, device: torch.device | str | None = None):
     """``(encoder, tokenizer)`` for a checkpoint (default: the bundled all-MiniLM-L6-v2), encoder in eval mode.
 
-    ``name``: see :func:`manyheads.pretrained.model_dir`. ``device`` defaults to the CPU.
+    ``name``: see :func:`manyheads.models.checkpoints.model_dir`. ``device`` defaults to the CPU.
     """
-    from manyheads import pretrained
-    from manyheads.tokenizer import Tokenizer
+    from manyheads.models import checkpoints
+    from manyheads.models.tokenizer import Tokenizer
 
-    directory = pretrained.model_dir(name)
+    directory = checkpoints.model_dir(name)
     encoder = BertEncoder.from_pretrained(directory)
     tokenizer = Tokenizer.from_dir(directory, max_length=encoder.config.max_positions)
     return encoder.to(device or "cpu"), tokenizer

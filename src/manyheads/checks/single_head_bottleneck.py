@@ -1,4 +1,4 @@
-"""Self-checks behind the exercises' visible tests: they run anywhere (Colab included), with no nbgrader.
+"""Visible checks of exercise 1 (chapter 1, the single-head bottleneck), reached as ``mh.checks.<name>``.
 
 Each ``check_*`` function takes the student's function, runs it on small fixed inputs and either prints a one-line
 success message or raises ``AssertionError`` with a message that names the likely bug ("did you transpose?").
@@ -19,7 +19,7 @@ import torch
 from torch import Tensor
 
 from manyheads.attention import scaled_dot_product_attention as _reference_attention
-from manyheads.checking import ATOL, call_student, close_to, fixed_randn, max_abs_diff, report_passed, require_tensor
+from manyheads.checks.core import ATOL, call_student, close_to, fixed_randn, max_abs_diff, report_passed, require_tensor
 
 __all__ = ["check_softmax", "check_scaled_dot_product_attention", "check_attention_entropy"]
 

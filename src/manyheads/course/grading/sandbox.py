@@ -57,7 +57,7 @@ class Limits:
 
 
 LAUNCHER = '''\
-"""Start ipykernel with every output stream cut after a fixed number of bytes (written by manyheads.grading)."""
+"""Start ipykernel with every output stream cut after a fixed number of bytes (written by manyheads.course.grading)."""
 import sys
 LIMIT = {limit}
 from ipykernel import iostream
@@ -133,7 +133,7 @@ def prepare(folder: Path, limits: Limits = Limits(), uid: int = SANDBOX_UID_BASE
              'NPROC=$(( $(find /proc/[0-9]*/task -mindepth 1 -maxdepth 1 -user "$(id -u)" 2>/dev/null | wc -l)'
              f' + {limits.processes} ))')
     script = f"""#!/bin/sh
-# Runs one sandboxed kernel (written by manyheads.grading.sandbox). $1 = the connection file.
+# Runs one sandboxed kernel (written by manyheads.course.grading.sandbox). $1 = the connection file.
 set -e
 CONN="$1"
 RT="$(dirname "$CONN")"

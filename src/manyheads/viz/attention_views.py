@@ -36,7 +36,7 @@ def localize(html: str, static: str = "../_static") -> str:
     for cdn, local in _LOCAL.items():
         html = html.replace(cdn, f"{static}/{local}")
     if "cdnjs" in html or 'src="http' in html:
-        raise ValueError("bertviz's HTML still loads something from the network; update manyheads.attention_views")
+        raise ValueError("bertviz's HTML still loads something from the network; update manyheads.viz.attention_views")
     return html
 
 

@@ -1,4 +1,4 @@
-"""Visible self-checks for exercise 3 (head size: d_head = d_model / n_heads), in the style of :mod:`manyheads.checks`.
+"""Visible checks of exercise 3 (chapter 3, head size d_head = d_model / n_heads), reached as ``mh.checks.<name>``.
 
 Each ``check_*`` runs the student's function on small fixed inputs and prints a success line or raises
 ``AssertionError`` naming the likely bug; ``NotImplementedError`` from an unanswered stub passes through unchanged.
@@ -16,7 +16,7 @@ from torch import Tensor
 from manyheads.attention import merge_heads as _merge
 from manyheads.attention import scaled_dot_product_attention as _sdpa
 from manyheads.attention import split_heads as _split
-from manyheads.checking import call_student, close_to, fixed_randn, max_abs_diff, report_passed, require_tensor
+from manyheads.checks.core import call_student, close_to, fixed_randn, max_abs_diff, report_passed, require_tensor
 
 __all__ = ["check_head_dim", "check_split_heads", "check_merge_heads", "check_mha_param_count",
            "check_multi_head_attention", "reference_multi_head_attention"]

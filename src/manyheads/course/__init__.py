@@ -1,0 +1,7 @@
+"""The course as a set of files, for maintainers and instructors (no chapter imports it).
+
+:mod:`~manyheads.course.layout` (where chapters, solutions, exercises and the nbgrader config live),
+:mod:`~manyheads.course.exercises` (the one description of every exercise), :mod:`~manyheads.course.hygiene`
+(canonical notebooks, the Colab set-up cell), :mod:`~manyheads.course.release` (regenerating exercises/ with
+nbgrader), :mod:`~manyheads.course.grading` (``manyheads grade``: sandboxed, parallel autograding of a class).
+"""

@@ -1,0 +1,5 @@
+import sys
+
+from manyheads.course.grading.cli import main
+
+sys.exit(main())

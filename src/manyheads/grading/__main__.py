@@ -1,5 +1,0 @@
-import sys
-
-from manyheads.grading.cli import main
-
-sys.exit(main())

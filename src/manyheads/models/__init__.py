@@ -1,0 +1,14 @@
+"""The course's models, all built on :class:`manyheads.attention.MultiHeadAttention`.
+
+:mod:`~manyheads.models.tiny` (toy models trained in chapters 1-4), :mod:`~manyheads.models.bert` (the pretrained
+MiniLM encoder, chapters 4-6), :mod:`~manyheads.models.checkpoints` (finding and verifying offline checkpoint
+files), :mod:`~manyheads.models.tokenizer` (word pieces and the word map). Interventions on any of them (gates,
+ablation, head removal) live in :mod:`manyheads.interventions`, not in the models.
+"""
+
+from manyheads.models.bert import BertConfig, BertEncoder, EncoderOutput, load_encoder
+from manyheads.models.checkpoints import PretrainedModelError
+from manyheads.models.tiny import TinyAttentionModel, count_parameters
+
+__all__ = ["TinyAttentionModel", "count_parameters", "BertConfig", "BertEncoder", "EncoderOutput", "load_encoder",
+           "PretrainedModelError"]

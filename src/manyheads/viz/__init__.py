@@ -1,0 +1,21 @@
+"""What the reader sees: figures, tables, live views, widgets and bertviz views (imports matplotlib and ipywidgets).
+
+:mod:`~manyheads.viz.plots` (static figures), :mod:`~manyheads.viz.tables` (HTML tables, number formats),
+:mod:`~manyheads.viz.live` (controls + a figure or table redrawn on change, with no Output widget),
+:mod:`~manyheads.viz.widgets` (the chapters' widgets), :mod:`~manyheads.viz.attention_views` (bertviz views that
+work offline, with a static fallback).
+"""
+
+from manyheads.viz.attention_views import head_view, localize, model_view, static_head_view
+from manyheads.viz.live import figure_widget, html_widget
+from manyheads.viz.plots import attention_heatmap, head_heatmaps, learning_curves
+from manyheads.viz.tables import format_bytes, format_count, html_table, mean_sd, show_table
+from manyheads.viz.widgets import head_budget_html, head_budget_widget, one_softmax_widget, plane_projection_widget
+
+__all__ = [
+    "attention_heatmap", "head_heatmaps", "learning_curves",
+    "html_table", "show_table", "mean_sd", "format_count", "format_bytes",
+    "figure_widget", "html_widget",
+    "one_softmax_widget", "plane_projection_widget", "head_budget_html", "head_budget_widget",
+    "head_view", "model_view", "static_head_view", "localize",
+]

@@ -1,0 +1,170 @@
+"""The chapters' interactive widgets, each a :mod:`manyheads.viz.live` view that draws its default state when created.
+
+* :func:`one_softmax_widget` (chapter 1): one query's single softmax over the keys and the blend it returns.
+* :func:`plane_projection_widget` (chapter 2): a d_head = 2 head as a plane onto which 3-D toy embeddings project.
+* :func:`head_budget_widget` and its static form :func:`head_budget_html` (chapter 3): d_model, n_heads,
+  n_kv_heads and sequence length in; d_head, parameters, FLOPs, attention-matrix memory and KV-cache size out,
+  with a plain-language message for invalid combinations. The arithmetic lives in :mod:`manyheads.costs`.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Sequence
+
+import ipywidgets as widgets
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+from matplotlib.figure import Figure
+from torch import Tensor
+
+from manyheads.analysis.circuits import plane_basis, project_onto_plane
+from manyheads.costs import head_budget
+from manyheads.viz.live import figure_widget, html_widget
+from manyheads.viz.tables import format_bytes, format_count
+
+__all__ = ["one_softmax_widget", "plane_projection_widget", "head_budget_html", "head_budget_widget"]
+
+
+def head_budget_html(d_model: int, n_heads: int, n_kv_heads: int | None = None, seq_len: int = 512,
+                     n_layers: int = 1, batch: int = 1) -> str:
+    """One configuration as an HTML table, or a highlighted message saying why it is invalid."""
+    try:
+        b = head_budget(d_model, n_heads, n_kv_heads, seq_len=seq_len, n_layers=n_layers, batch=batch)
+    except ValueError as exc:
+        return (f'<div style="color:#a40000;border-left:4px solid #a40000;padding:4px 8px">'
+                f"<b>Invalid combination.</b> {html.escape(str(exc))}</div>")
+    kind = "multi-head" if b.n_kv_heads == b.n_heads else ("multi-query" if b.n_kv_heads == 1 else "grouped-query")
+    bottleneck = (f"yes: d_head = {b.d_head} &lt; n = {b.seq_len}, so some attention patterns cannot be represented"
+                  if b.low_rank_bottleneck else f"no: d_head = {b.d_head} ≥ n = {b.seq_len}")
+    layers = f" ({n_layers} layers)" if n_layers > 1 else " (one layer)"
+    rows = [
+        ("d_head = d_model / n_heads", f"{b.d_head}"),
+        ("attention type", f"{kind}: {b.n_heads} query heads share {b.n_kv_heads} key/value heads"),
+        ("parameters" + layers, f"{b.params:,} ({format_count(b.params)})"),
+        ("forward FLOPs" + layers, f"{format_count(b.flops)}, of which softmax {format_count(b.softmax_flops)}"),
+        ("attention weights, float32" + layers, format_bytes(b.attention_matrix_bytes)),
+        ("KV cache, 16-bit" + layers, format_bytes(b.kv_cache_bytes)),
+        ("low-rank bottleneck (d_head < n)?", bottleneck),
+    ]
+    body = "".join(f"<tr><td>{k}</td><td>{v}</td></tr>" for k, v in rows)
+    caption = (f"d_model = {d_model}, n_heads = {n_heads}, n_kv_heads = {b.n_kv_heads}, sequence length n = {seq_len}"
+               f", batch {batch}")
+    return f'<table class="table"><caption>{caption}</caption><tbody>{body}</tbody></table>'
+
+
+def head_budget_widget(d_model: int = 512, n_heads: int = 8, n_kv_heads: int = 8, seq_len: int = 1024,
+                       n_layers: int = 1) -> widgets.VBox:
+    """Live explorer: type a configuration and the table updates (chapter 3). Static pages show the defaults."""
+    style = {"description_width": "110px"}
+
+    def box(value, description, maximum):
+        return widgets.BoundedIntText(value=value, min=0, max=maximum, description=description, style=style,
+                                      continuous_update=False)
+
+    return html_widget(
+        head_budget_html,
+        d_model=box(d_model, "d_model", 65536),
+        n_heads=box(n_heads, "n_heads", 4096),
+        n_kv_heads=box(n_kv_heads, "n_kv_heads", 4096),
+        seq_len=box(seq_len, "sequence length", 1_048_576),
+        n_layers=box(n_layers, "layers", 256),
+    )
+
+
+def _draw_one_softmax(gap: float, other: float, vocab: Sequence[str], token_a: int, token_b: int) -> Figure:
+    # Five key positions i-4 … i; the two that matter are i-1 (holding token_a) and i-3 (holding token_b).
+    positions = ["i-4", "i-3", "i-2", "i-1", "i"]
+    scores = np.array([other, -gap / 2, other, gap / 2, other])
+    weights = np.exp(scores - scores.max())
+    weights /= weights.sum()
+    rng = np.random.default_rng(0)
+    tokens = rng.integers(len(vocab), size=len(positions))
+    tokens[1], tokens[3] = token_b, token_a
+    values = np.eye(len(vocab))[tokens]  # one-hot value vector per key position
+    output = weights @ values  # the head's output: one convex combination of the values
+    fig, (left, right) = plt.subplots(1, 2, figsize=(8, 2.8), layout="constrained")
+    colors = ["tab:orange" if p in ("i-1", "i-3") else "tab:gray" for p in positions]
+    left.bar(positions, weights, color=colors)
+    left.set_ylim(0, 1)
+    left.set_ylabel("attention weight")
+    left.set_title(f"one softmax over the keys (w(i-1) = {weights[3]:.2f}, w(i-3) = {weights[1]:.2f})", fontsize=9)
+    for x, t in enumerate(tokens):
+        left.text(x, 0.93, vocab[t], ha="center", fontsize=9)
+    right.bar(vocab, output, color="tab:blue")
+    right.set_ylim(0, 1)
+    right.set_ylabel("share in the output")
+    right.set_title("the head's output (weights · one-hot values)", fontsize=9)
+    return fig
+
+
+def one_softmax_widget(vocab: Sequence[str] = ("A", "B", "C", "D", "E", "F")) -> widgets.VBox:
+    """Slider over the score gap between keys i-1 and i-3 (and the score of the other keys) for one query (chapter 1).
+
+    The figure shows the single softmax distribution and the resulting output, a convex combination of one-hot
+    value vectors: the mass given to the token at i-1 is mass taken from the token at i-3.
+    """
+
+    def draw(gap: float, other: float) -> Figure:
+        return _draw_one_softmax(gap, other, vocab, token_a=0, token_b=1)
+
+    return figure_widget(
+        draw,
+        gap=widgets.FloatSlider(value=0.0, min=-6.0, max=6.0, step=0.25, description="score gap",
+                                continuous_update=False),
+        other=widgets.FloatSlider(value=-2.0, min=-6.0, max=2.0, step=0.25, description="other keys",
+                                  continuous_update=False),
+    )
+
+
+def plane_projection_widget(
+    embeddings: Tensor, labels: Sequence[str], query: int = 0, azimuth: float = 0.0, elevation: float = 0.0
+):
+    """Slider widget: choose a plane (a d_head = 2 head with W_q = W_k = the plane's basis) for 3-D toy embeddings.
+
+    Left: the points projected onto the plane. Right: the head's attention of the query token over all tokens,
+    softmax(x_q P Pᵀ x_jᵀ / √2). ``azimuth`` and ``elevation`` (degrees) place the plane's normal at the start; the
+    figure for them is drawn when the widget is created (the static
+    page shows that state).
+    """
+    x = embeddings.double()
+    if x.dim() != 2 or x.shape[1] != 3:
+        raise ValueError(f"embeddings must be (n, 3), got {tuple(x.shape)}")
+
+    def draw(azimuth: float, elevation: float, query_token: int):
+        basis = plane_basis(azimuth, elevation)
+        points = project_onto_plane(x, basis)
+        scores = points[query_token] @ points.T / math.sqrt(2)
+        weights = torch.softmax(scores, dim=-1)
+        fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.4), layout="constrained")
+        left.axhline(0, color="0.8", lw=0.8)
+        left.axvline(0, color="0.8", lw=0.8)
+        for i, (px, py) in enumerate(points.tolist()):
+            colour = "tab:red" if i == query_token else "tab:blue"
+            left.scatter(px, py, color=colour, s=30)
+            left.annotate(labels[i], (px, py), textcoords="offset points", xytext=(4, 4), fontsize=8)
+        left.margins(0.2)  # room for the labels of points on the edge
+        left.set_aspect("equal", adjustable="datalim")
+        left.set_xlabel("plane direction 1")
+        left.set_ylabel("plane direction 2")
+        left.set_title(f"tokens projected onto the head's plane (normal at {azimuth:.0f}°, {elevation:.0f}°)",
+                       fontsize=9)
+        right.bar(range(len(labels)), weights.numpy(), color=["tab:red" if i == query_token else "tab:blue"
+                                                              for i in range(len(labels))])
+        right.set_xticks(range(len(labels)), labels, rotation=45, ha="right", fontsize=8)
+        right.set_ylim(0, 1)
+        right.set_ylabel("attention weight")
+        right.set_title(f"where the query {labels[query_token]!r} looks under this head", fontsize=9)
+        return fig
+
+    return figure_widget(
+        draw,
+        azimuth=widgets.FloatSlider(value=azimuth, min=0.0, max=180.0, step=15.0, description="azimuth",
+                                    continuous_update=False),
+        elevation=widgets.FloatSlider(value=elevation, min=-90.0, max=90.0, step=15.0, description="elevation",
+                                      continuous_update=False),
+        query_token=widgets.Dropdown(options=[(label, i) for i, label in enumerate(labels)], value=query,
+                                     description="query"),
+    )
