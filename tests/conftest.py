@@ -1,5 +1,8 @@
-"""Shared test set-up: pytest's detailed assertion messages also inside the helper modules the tests import."""
+"""Shared test set-up. The tests mirror the package: package/ (the manyheads modules), exercises/ (one description
+of every exercise, real nbgrader), course/ (hygiene, release, grading), book/ (chapters executed once, the built book).
+Helper modules live in helpers/ (tests/ is on sys.path through pyproject's pytest ``pythonpath``)."""
 
 import pytest
 
-pytest.register_assert_rewrite("nbgrader_course", "grading_corpus")
+# pytest's detailed assertion messages also inside the helper modules the tests import.
+pytest.register_assert_rewrite("helpers.nbgrader_course", "helpers.grading_corpus")

@@ -17,7 +17,7 @@ import manyheads as mh
 from manyheads.checks import subspaces as checks
 from manyheads.analysis import circuits as subspaces
 
-from nbgrader_course import (assert_autograde_ran_cleanly, assert_blank_gets_zero_with_only_not_implemented_errors,
+from helpers.nbgrader_course import (assert_autograde_ran_cleanly, assert_blank_gets_zero_with_only_not_implemented_errors,
                              assert_solution_gets_full_marks_and_written_answer_waits, auto_scores,
                              autograde_submissions, hidden_tests, once_per_run)
 from test_exercises import nbgrader_cells, source_path

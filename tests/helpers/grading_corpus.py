@@ -17,7 +17,7 @@ from pathlib import Path
 
 import nbformat
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 EX1 = "01_single_head_bottleneck"
 RELEASE = ROOT / "exercises" / EX1 / f"{EX1}.ipynb"
 SOURCE = ROOT / "solutions" / EX1 / f"{EX1}.ipynb"

@@ -9,7 +9,7 @@ import pytest
 
 from manyheads.course import hygiene
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
 SOLUTIONS = sorted((ROOT / "solutions").glob("*/*.ipynb"))
 EXERCISES = sorted((ROOT / "exercises").glob("*/*.ipynb"))

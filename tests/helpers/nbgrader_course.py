@@ -22,7 +22,7 @@ import torch
 
 from manyheads.course import release
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def start_nbgrader(course: Path, *args: str) -> subprocess.Popen:

@@ -21,8 +21,8 @@ from pathlib import Path
 import nbformat
 import pytest
 
-import grading_corpus as corpus
-from grading_corpus import run_grade
+from helpers import grading_corpus as corpus
+from helpers.grading_corpus import run_grade
 from manyheads.course.grading import collect, integrity, report, sandbox
 from manyheads.course.grading.runner import normalise_db
 

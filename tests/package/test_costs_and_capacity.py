@@ -8,6 +8,7 @@ import torch
 from torch import nn
 
 from manyheads import costs as headsize
+from manyheads.analysis import capacity
 from manyheads.attention import MultiHeadAttention
 from manyheads.costs import (
     attention_flops, attention_matrix_bytes, divisors, head_budget, head_dim, kv_cache_bytes, mha_param_count,
@@ -127,15 +128,15 @@ def test_head_budget_combines_the_formulas_and_rejects_invalid_configurations():
 
 
 def test_sweep_configs_shapes():
-    configs = headsize.sweep_configs(16, seeds=(0, 1, 2))
+    configs = capacity.sweep_configs(16, seeds=(0, 1, 2))
     assert len(configs) == 5 * 3
     assert [c[0] for c in configs[::3]] == [1, 2, 4, 8, 16] and [c[1] for c in configs[::3]] == [16, 8, 4, 2, 1]
     assert [c[2] for c in configs[:3]] == [0, 1, 2]
-    assert headsize.sweep_configs(12, seeds=(5,), head_counts=[1, 3]) == [(1, 12, 5), (3, 4, 5)]
+    assert capacity.sweep_configs(12, seeds=(5,), head_counts=[1, 3]) == [(1, 12, 5), (3, 4, 5)]
     with pytest.raises(ValueError, match="does not divide"):
-        headsize.sweep_configs(12, head_counts=[5])
+        capacity.sweep_configs(12, head_counts=[5])
     with pytest.raises(ValueError, match="at least one seed"):
-        headsize.sweep_configs(12, seeds=())
+        capacity.sweep_configs(12, seeds=())
 
 
 def test_run_head_sweep_trains_one_model_per_configuration_reproducibly():
@@ -144,31 +145,31 @@ def test_run_head_sweep_trains_one_model_per_configuration_reproducibly():
 
     task = TwoRelationTask(vocab_size=6, seq_len=6, offsets=(1, 2))
     config = TrainConfig(steps=5, eval_every=5, eval_size=16, batch_size=4)
-    records = headsize.run_head_sweep(task, 4, config, seeds=(0, 1), head_counts=[1, 4], device="cpu", progress=False)
+    records = capacity.run_head_sweep(task, 4, config, seeds=(0, 1), head_counts=[1, 4], device="cpu", progress=False)
     assert [(r.n_heads, r.d_head, r.seed) for r in records] == [(1, 4, 0), (1, 4, 1), (4, 1, 0), (4, 1, 1)]
     assert all(len(r.accuracy) == 2 and 0 <= r.mean_accuracy <= 1 for r in records)
-    again = headsize.run_head_sweep(task, 4, config, seeds=(0, 1), head_counts=[1, 4], device="cpu", progress=False)
+    again = capacity.run_head_sweep(task, 4, config, seeds=(0, 1), head_counts=[1, 4], device="cpu", progress=False)
     assert [r.accuracy for r in again] == [r.accuracy for r in records]
     assert records[0].accuracy != records[1].accuracy or records[0].final_loss != records[1].final_loss
 
 
 def test_random_attention_pattern_rows_are_distributions():
-    p = headsize.random_attention_pattern(6, 0.5, seed=3)
+    p = capacity.random_attention_pattern(6, 0.5, seed=3)
     assert p.shape == (6, 6) and (p > 0).all() and torch.allclose(p.sum(-1), torch.ones(6, dtype=torch.float64))
-    assert torch.equal(p, headsize.random_attention_pattern(6, 0.5, seed=3))
+    assert torch.equal(p, capacity.random_attention_pattern(6, 0.5, seed=3))
 
 
 def test_low_rank_bottleneck_fit():
     n = 6
     x = torch.randn(n, 2 * n, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
-    target = headsize.random_attention_pattern(n, 0.5, seed=1)
-    narrow = headsize.fit_attention_pattern(x, target, 1)
-    below = headsize.fit_attention_pattern(x, target, n - 2)
-    wide = headsize.fit_attention_pattern(x, target, n)
+    target = capacity.random_attention_pattern(n, 0.5, seed=1)
+    narrow = capacity.fit_attention_pattern(x, target, 1)
+    below = capacity.fit_attention_pattern(x, target, n - 2)
+    wide = capacity.fit_attention_pattern(x, target, n)
     assert wide["tv"] < 1e-4 < 1e-3 < below["tv"] < narrow["tv"]
     assert 0 <= narrow["max_abs"] <= 1 and narrow["kl"] > 0
     with pytest.raises(ValueError, match="target"):
-        headsize.fit_attention_pattern(x, target[:3], 2)
+        capacity.fit_attention_pattern(x, target[:3], 2)
 
 
 def test_head_budget_explorer_shows_the_numbers_or_explains_the_error():

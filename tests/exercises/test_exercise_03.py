@@ -17,7 +17,7 @@ from manyheads.course import release
 from manyheads.attention import merge_heads as ref_merge
 from manyheads.attention import split_heads as ref_split
 
-from nbgrader_course import (ROOT, assert_autograde_ran_cleanly,
+from helpers.nbgrader_course import (ROOT, assert_autograde_ran_cleanly,
                              assert_blank_gets_zero_with_only_not_implemented_errors,
                              assert_solution_gets_full_marks_and_written_answer_waits, auto_scores,
                              autograde_submissions, once_per_run, run_hidden_tests)

@@ -20,7 +20,7 @@ from manyheads.course import release
 from manyheads.attention import scaled_dot_product_attention as reference_attention
 from manyheads.course.hygiene import setup_cell_source
 
-from nbgrader_course import (ROOT, assert_autograde_ran_cleanly,
+from helpers.nbgrader_course import (ROOT, assert_autograde_ran_cleanly,
                              assert_blank_gets_zero_with_only_not_implemented_errors,
                              assert_solution_gets_full_marks_and_written_answer_waits, auto_scores,
                              autograde_submissions, nbgrader_errors, once_per_run, run_hidden_tests,

@@ -15,7 +15,7 @@ import torch
 from manyheads import analysis
 from manyheads.course import release
 
-from nbgrader_course import (ROOT, assert_autograde_ran_cleanly,
+from helpers.nbgrader_course import (ROOT, assert_autograde_ran_cleanly,
                              assert_blank_gets_zero_with_only_not_implemented_errors,
                              assert_solution_gets_full_marks_and_written_answer_waits, auto_scores,
                              autograde_submissions, once_per_run, run_hidden_tests)

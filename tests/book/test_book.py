@@ -16,7 +16,7 @@ import pytest
 
 from manyheads.course import hygiene
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
 EXERCISES = sorted((ROOT / "exercises").glob("*/*.ipynb"))
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

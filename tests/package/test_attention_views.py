@@ -14,7 +14,7 @@ import torch
 
 from manyheads.viz import attention_views
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TOKENS = ["[CLS]", "the", "zebra", "slept", ".", "[SEP]"]
 
 
