@@ -15,6 +15,7 @@ import json
 import os
 import subprocess
 import sys
+import sysconfig
 import zipfile
 from pathlib import Path
 
@@ -235,17 +236,56 @@ print("".join(o.get("text", "") for o in nb.cells[0].outputs))
 """
 
 
-def _python_visible_to_all() -> list[str]:
-    """A bwrap prefix (run as root) under which other users can reach this Python, e.g. a pyenv under /root (0700):
-    the closed folder is replaced by an empty one that holds only the Python installation, read-only."""
-    base = Path(sys.base_prefix).resolve()
-    closed = next((p for p in reversed(base.parents) if p != Path("/") and not os.stat(p).st_mode & 0o001), None)
-    if closed is None:
+def _grader_paths() -> list[Path]:
+    """What a grader's Python needs to read: the base installation, the virtual environment, the installed
+    packages and the manyheads package (an editable install lives in the clone's src/)."""
+    import manyheads
+
+    return [Path(p).resolve() for p in {sys.base_prefix, sys.prefix, sysconfig.get_paths()["purelib"],
+                                        str(Path(manyheads.__file__).parent)}]
+
+
+def _visible_to_all(paths: list[Path]) -> list[str]:
+    """A bwrap prefix (run as root) under which other users can read ``paths`` although a folder above them is
+    closed to them (mode without o+x: /root, a 0700 temporary folder holding the clone): each outermost closed
+    folder is replaced by an empty one that holds only those paths, read-only. Nothing else is hidden or changed."""
+    def closed(p: Path) -> bool:
+        return p != Path("/") and not os.stat(p).st_mode & 0o001
+
+    tops = sorted({next(a for a in reversed(p.parents) if closed(a)) for p in paths if any(map(closed, p.parents))},
+                  key=lambda a: len(a.parts))
+    tops = [a for a in tops if not any(a != b and a.is_relative_to(b) for b in tops)]
+    if not tops:
         return []
-    between = [p for p in reversed(base.parents) if p.is_relative_to(closed) and p != closed]
-    return ["bwrap", "--dev-bind", "/", "/", "--perms", "0755", "--tmpfs", str(closed),
-            *[arg for p in between for arg in ("--perms", "0755", "--dir", str(p))],
-            "--ro-bind", str(base), str(base), "--"]
+    args = ["bwrap", "--dev-bind", "/", "/"]
+    for top in tops:
+        inside = sorted({p for p in paths if p.is_relative_to(top)}, key=lambda p: len(p.parts))
+        inside = [p for p in inside if not any(p != q and p.is_relative_to(q) for q in inside)]
+        between = sorted({a for p in inside for a in p.parents if a.is_relative_to(top) and a != top},
+                         key=lambda a: len(a.parts))
+        args += ["--perms", "0755", "--tmpfs", str(top)]
+        args += [arg for a in between for arg in ("--perms", "0755", "--dir", str(a))]
+        args += [arg for p in inside for arg in ("--ro-bind", str(p), str(p))]
+    return [*args, "--"]
+
+
+def test_visible_to_all_reaches_a_project_inside_a_folder_other_users_cannot_enter(tmp_path):
+    """`make test` as root from a clone in a 0700 folder (a home folder, mktemp -d): the unprivileged grader of the
+    test below must still reach the clone's virtual environment and package."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root to run a command as another user")
+    closed = tmp_path / "closed"
+    venv_like = closed / "clone" / ".venv" / "lib"
+    venv_like.mkdir(parents=True)
+    (venv_like / "module.py").write_text("print('reached')\n")
+    closed.chmod(0o700)
+    uid = sandbox.worker_uid(901)
+    command = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--", "cat",
+               str(venv_like / "module.py")]
+    blocked = subprocess.run(command, capture_output=True, text=True)
+    assert blocked.returncode != 0 and "Permission denied" in blocked.stderr  # the situation the helper fixes
+    done = subprocess.run([*_visible_to_all([venv_like]), *command], capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout == "print('reached')\n", done.stderr
 
 
 def test_sandbox_works_for_a_grader_who_is_not_root_and_runs_many_threads():
@@ -256,7 +296,7 @@ def test_sandbox_works_for_a_grader_who_is_not_root_and_runs_many_threads():
         if os.geteuid() == 0:
             uid = sandbox.worker_uid(900)
             os.chown(folder, uid, uid)
-            command = [*_python_visible_to_all(), "setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
+            command = [*_visible_to_all(_grader_paths()), "setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
                        "--", *command]
         done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=180)
         assert done.returncode == 0, done.stdout + done.stderr[-3000:]
