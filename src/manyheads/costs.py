@@ -2,7 +2,9 @@
 
 :func:`head_dim` (d_head = d_model / n_heads), :func:`mha_param_count`, :func:`attention_flops`,
 :func:`attention_matrix_bytes`, :func:`kv_cache_bytes` and :func:`head_budget` (all of them for one configuration).
-Invalid combinations raise ``ValueError`` with a message that says what would be valid.
+Invalid combinations raise ``ValueError`` with a message that says what would be valid. Sizes and counts must be
+integers (Python, numpy or torch integers; results are Python ``int``): a bool, a float such as ``1024.0`` or a
+string raises ``ValueError`` too.
 
 Conventions: FLOPs count a multiply-add as 2 operations; "attention matrix" means the (batch, n_heads, seq, seq)
 weights a layer materialises when it does not use a fused kernel.
@@ -11,6 +13,8 @@ weights a layer materialises when it does not use a fused kernel.
 from __future__ import annotations
 
 import math
+import numbers
+import sys
 from dataclasses import dataclass
 
 __all__ = [
@@ -26,19 +30,25 @@ __all__ = [
 
 
 def _positive_int(name: str, value: object) -> int:
-    # bool is an int subclass, but head_dim(True, True) is surely a mistake.
-    if isinstance(value, bool) or not isinstance(value, int):
-        try:
-            as_int = int(value)  # numpy and torch integers, integer-valued floats
-            ok = not isinstance(value, bool) and as_int == value
-        except (TypeError, ValueError, OverflowError):
-            ok = False
-        if not ok:
-            raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        value = as_int
+    """``value`` as a Python int if it is a positive integer; otherwise ``ValueError``.
+
+    Python, numpy and torch integers are accepted (the latter two converted to ``int``). A bool, a float (even an
+    integer-valued one such as ``1024.0``), a string or anything else is refused: a width or a head count that
+    arrives as ``d_model / n_heads`` or as text is a caller's bug, and the result would not be an ``int``.
+    """
+    if isinstance(value, bool) or not (isinstance(value, numbers.Integral) or _is_integer_scalar(value)):
+        raise ValueError(f"{name} must be a positive integer, got {value!r} (a {type(value).__name__}, not an int)")
+    value = int(value)
     if value <= 0:
         raise ValueError(f"{name} must be a positive integer, got {value}")
     return value
+
+
+def _is_integer_scalar(value: object) -> bool:
+    """A zero-dimensional torch tensor of an integer dtype (numpy integers are ``numbers.Integral`` already)."""
+    torch = sys.modules.get("torch")  # never import torch just to check an argument
+    return (torch is not None and isinstance(value, torch.Tensor) and value.ndim == 0
+            and not value.dtype.is_floating_point and not value.dtype.is_complex and value.dtype != torch.bool)
 
 
 def divisors(n: int) -> list[int]:
@@ -49,10 +59,11 @@ def divisors(n: int) -> list[int]:
 
 
 def head_dim(d_model: int, n_heads: int) -> int:
-    """d_head = d_model / n_heads (chapter 3), e.g. ``head_dim(1024, 16) == 64``.
+    """d_head = d_model / n_heads (chapter 3) as a Python ``int``, e.g. ``head_dim(1024, 16) == 64``.
 
-    Raises ``ValueError`` when either is not a positive integer or n_heads does not divide d_model; the message
-    lists the head counts that would work.
+    Raises ``ValueError`` when either is not a positive integer (bools, floats such as ``1024.0`` and strings
+    included; numpy and torch integers are accepted) or n_heads does not divide d_model; the message lists the
+    head counts that would work.
     """
     d_model, n_heads = _positive_int("d_model", d_model), _positive_int("n_heads", n_heads)
     if d_model % n_heads:
@@ -82,6 +93,7 @@ def mha_param_count(d_model: int, n_heads: int, bias: bool = True, n_kv_heads: i
     for ordinary multi-head attention (n_kv_heads = n_heads, the default). With n_kv_heads = n_heads the result is
     4·d_model² (+ 4·d_model biases) whatever n_heads is.
     """
+    d_model, n_heads = _positive_int("d_model", d_model), _positive_int("n_heads", n_heads)
     d_head = head_dim(d_model, n_heads)
     kv_width = _kv_heads(n_heads, n_kv_heads) * d_head
     weights = 2 * d_model * d_model + 2 * d_model * kv_width
@@ -99,6 +111,7 @@ def attention_flops(
     operations per score) and ``total``. The matrix products do not depend on n_heads; only the softmax, which
     runs over n_heads·seq² scores, grows with it.
     """
+    d_model, n_heads = _positive_int("d_model", d_model), _positive_int("n_heads", n_heads)
     d_head = head_dim(d_model, n_heads)
     seq_len, batch = _positive_int("seq_len", seq_len), _positive_int("batch", batch)
     kv_width = _kv_heads(n_heads, n_kv_heads) * d_head
@@ -159,6 +172,8 @@ def head_budget(
     cache_bytes: int = 2,
 ) -> HeadBudget:
     """The cost of one attention configuration (chapter 3's explorer). Raises ``ValueError`` for invalid ones."""
+    d_model, n_heads = _positive_int("d_model", d_model), _positive_int("n_heads", n_heads)
+    seq_len = _positive_int("seq_len", seq_len)
     d_head = head_dim(d_model, n_heads)
     n_kv = _kv_heads(n_heads, n_kv_heads)
     layers = _positive_int("n_layers", n_layers)

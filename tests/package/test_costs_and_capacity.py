@@ -3,6 +3,7 @@ low-rank bottleneck fit and the head-budget explorer."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 from torch import nn
@@ -27,11 +28,39 @@ def test_head_dim_examples():
     (64, -2, "n_heads must be a positive integer, got -2"),
     (10, 2.5, "n_heads must be a positive integer, got 2.5"),
     (True, 1, "d_model must be a positive integer"),
+    (64, True, r"n_heads must be a positive integer, got True \(a bool, not an int\)"),
     ("64", 2, "d_model must be a positive integer"),
+    ("1024", 16, r"d_model must be a positive integer, got '1024' \(a str, not an int\)"),
+    (1024.0, 16, r"d_model must be a positive integer, got 1024.0 \(a float, not an int\)"),
+    (1024, 16.0, r"n_heads must be a positive integer, got 16.0 \(a float, not an int\)"),
+    (np.float64(1024), 16, "d_model must be a positive integer"),
+    (torch.tensor(1024.0), 16, "d_model must be a positive integer"),
+    (np.bool_(True), 1, "d_model must be a positive integer"),
 ])
 def test_head_dim_rejects_invalid_combinations_with_a_helpful_message(d_model, n_heads, message):
     with pytest.raises(ValueError, match=message):
         head_dim(d_model, n_heads)
+
+
+@pytest.mark.parametrize("d_model, n_heads", [(np.int64(1024), 16), (1024, np.int32(16)), (torch.tensor(1024), 16)])
+def test_head_dim_takes_numpy_and_torch_integers_and_returns_a_python_int(d_model, n_heads):
+    assert head_dim(d_model, n_heads) == 64 and type(head_dim(d_model, n_heads)) is int
+
+
+@pytest.mark.parametrize("call", [
+    lambda: mha_param_count(512.0, 8), lambda: attention_flops(512, 8, 128.0), lambda: attention_matrix_bytes(8, "128"),
+    lambda: kv_cache_bytes(8, 64.0, 100), lambda: head_budget(512, 8, seq_len=1024.0), lambda: divisors(12.0),
+])
+def test_every_cost_function_refuses_non_integer_sizes(call):
+    with pytest.raises(ValueError, match="must be a positive integer"):
+        call()
+
+
+def test_cost_functions_return_python_ints_for_numpy_integers():
+    assert type(mha_param_count(np.int64(512), np.int64(8))) is int
+    assert all(type(v) is int for v in attention_flops(np.int64(512), np.int64(8), np.int64(128)).values())
+    budget = head_budget(np.int64(512), np.int64(8), seq_len=np.int64(64))
+    assert all(type(getattr(budget, f)) is int for f in ("d_model", "n_heads", "seq_len", "d_head", "params", "flops"))
 
 
 def test_divisors():
