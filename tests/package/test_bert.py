@@ -1,5 +1,5 @@
-"""manyheads.models.bert: equal to transformers' BertModel on the offline model, and per-head gates, gradients,
-zero and mean ablation, and pruning behaving as chapters 4 and 5 need."""
+"""manyheads.models.bert: equal to transformers' BertModel on the offline model, with padding, segments and other
+BERT checkpoints. Gates, ablation and head removal on this encoder are tested in test_interventions.py."""
 
 import copy
 import json
@@ -62,6 +62,7 @@ def tokenizer(loaded):
 @pytest.fixture(scope="module")
 def reference():
     from transformers import BertModel
+
     from manyheads.models.checkpoints import model_dir
 
     return BertModel.from_pretrained(str(model_dir()), attn_implementation="eager").eval()
@@ -140,7 +141,8 @@ def test_equivalence_check_catches_model_bugs(model, reference, batches, bug):
     mutate, _ = MUTATIONS[bug]
     broken = copy.deepcopy(model)
     mutate(broken)
-    last, hidden, attention = _max_errors(*_run_both(broken, reference, batches["pairs"]), batches["pairs"].attention_mask)
+    batch = batches["pairs"]
+    last, hidden, attention = _max_errors(*_run_both(broken, reference, batch), batch.attention_mask)
     assert max(last, hidden, attention) > TOLERANCE, bug
 
 
@@ -167,196 +169,6 @@ def test_bool_mask_and_defaults(model, tokenizer):
         assert torch.equal(model(one.input_ids).last_hidden_state, model(one).last_hidden_state)
     assert model(one).hidden_states is None
     assert model(one).stacked_attentions().shape == (6, 1, 12, len(one.tokens[0]), len(one.tokens[0]))
-
-
-# ------------------------------------------------------------------------------------------- gates
-LOSS_DIRECTION = torch.Generator().manual_seed(0)
-
-
-def _loss(output):
-    """A scalar that depends on every position: a fixed random projection of the hidden states."""
-    direction = torch.linspace(-1, 1, output.last_hidden_state.shape[-1], dtype=output.last_hidden_state.dtype)
-    return (output.last_hidden_state * direction).sum()
-
-
-def test_gate_zero_equals_zeroing_W_o_input_slice(model, batches):
-    layer, head, d = 2, 5, model.config.d_head
-    batch = batches["pairs"]
-    edited = copy.deepcopy(model)
-    with torch.no_grad():
-        edited.layers[layer].attention.W_o.weight[:, head * d : (head + 1) * d] = 0
-        expected = edited(batch)
-        gates = torch.ones(6, 12)
-        gates[layer, head] = 0
-        with model.gated(gates):
-            gated = model(batch)
-        with model.ablated((layer, head), mode="zero"):
-            ablated = model(batch)
-        original = model(batch)
-    torch.testing.assert_close(gated.last_hidden_state, expected.last_hidden_state, rtol=0, atol=1e-6)
-    torch.testing.assert_close(ablated.last_hidden_state, expected.last_hidden_state, rtol=0, atol=1e-6)
-    # The head still attends (its weights are unchanged); only its contribution is removed.
-    torch.testing.assert_close(gated.attentions[layer], original.attentions[layer])
-    assert (gated.last_hidden_state - original.last_hidden_state).abs().max() > 1e-3
-    assert model.head_gates.eq(1).all()
-
-
-def test_gates_are_per_layer_and_restored(model, tokenizer):
-    batch = tokenizer("Gates belong to one layer each.")
-    with torch.no_grad():
-        original = model(batch)
-        with pytest.raises(RuntimeError, match="boom"), model.gated(torch.zeros(6, 12)):
-            raise RuntimeError("boom")
-        assert model.head_gates.eq(1).all()
-        gates = torch.ones(6, 12)
-        gates[5] = 0  # the last layer only: earlier layers' outputs must not change
-        with model.gated(gates):
-            out = model(batch, output_hidden_states=True)
-        assert torch.equal(model(batch).last_hidden_state, original.last_hidden_state)
-    with pytest.raises(ValueError, match="shape"):
-        with model.gated(torch.ones(12, 6)):
-            pass
-    full = model(batch, output_hidden_states=True)
-    for i in range(5):
-        assert torch.equal(out.hidden_states[i + 1], full.hidden_states[i + 1])
-    assert not torch.equal(out.hidden_states[6], full.hidden_states[6])
-
-
-def test_gate_gradients_match_finite_differences(model, tokenizer):
-    batch = tokenizer(["Gradients of the gates.", "A second, shorter one"])
-    grad = model.gate_gradients(_loss, batch)
-    assert grad.shape == (6, 12) and grad.abs().gt(0).all()
-    assert all(p.grad is None for p in model.parameters())
-    # Central differences in float64, for two heads.
-    double = copy.deepcopy(model).double()
-    exact = double.gate_gradients(_loss, batch)
-    torch.testing.assert_close(exact.float(), grad, rtol=1e-3, atol=1e-3)
-    for layer, head in [(0, 0), (4, 7)]:
-        step = torch.zeros(6, 12, dtype=torch.float64)
-        step[layer, head] = 1e-5
-        with torch.no_grad():
-            with double.gated(1 + step):
-                up = _loss(double(batch))
-            with double.gated(1 - step):
-                down = _loss(double(batch))
-        estimate = ((up - down) / 2e-5).item()
-        assert exact[layer, head].item() == pytest.approx(estimate, rel=1e-6, abs=1e-6)
-    # The do-it-yourself way gives the same numbers.
-    double.head_gates.requires_grad_(True)
-    _loss(double(batch)).backward()
-    torch.testing.assert_close(double.head_gates.grad, exact)
-
-
-def test_mean_ablation(model, tokenizer, batches):
-    reference = batches["single"]
-    batch = tokenizer(["Mean ablation keeps the average.", "It removes what depends on the input."])
-    heads = [(1, 3), (1, 4), (4, 0)]
-    with torch.no_grad():
-        means = model.head_output_means(reference)
-        assert means.shape == (6, 12, 32)
-        original = model(batch).last_hidden_state
-        with model.ablated(heads, mode="mean", reference=reference):
-            from_batch = model(batch).last_hidden_state
-        with model.ablated(heads, mode="mean", reference=means):
-            from_means = model(batch).last_hidden_state
-        with model.ablated(heads, mode="mean", reference=reference.inputs()):
-            from_dict = model(batch).last_hidden_state
-        with model.ablated(heads, mode="zero"):
-            zeroed = model(batch).last_hidden_state
-        with model.ablated(heads, mode="mean", reference=torch.zeros_like(means)):
-            mean_zero = model(batch).last_hidden_state
-        restored = model(batch).last_hidden_state
-    assert torch.equal(from_batch, from_means) and torch.equal(from_batch, from_dict)
-    assert (from_batch - original).abs().max() > 1e-3
-    assert (from_batch - zeroed).abs().max() > 1e-3  # mean and zero ablation differ...
-    torch.testing.assert_close(mean_zero, zeroed, rtol=0, atol=1e-6)  # ...unless the means are 0
-    assert torch.equal(restored, original)
-    assert not model.layers[1].attention.W_o._forward_pre_hooks
-
-
-def test_mean_ablation_writes_the_means_into_W_o_input(model, tokenizer):
-    batch = tokenizer("Check the replaced features.")
-    means = torch.randn(6, 12, 32)
-    seen = {}
-    with torch.no_grad(), model.ablated((3, 9), mode="mean", reference=means):
-        # Registered after the ablation's own hook, so it sees what W_o receives.
-        hook = model.layers[3].attention.W_o.register_forward_pre_hook(lambda _, inputs: seen.setdefault("x", inputs[0]))
-        try:
-            model(batch)
-        finally:
-            hook.remove()
-    features = seen["x"][0].reshape(-1, 12, 32)  # (seq, n_heads, d_head)
-    assert torch.equal(features[:, 9], means[3, 9].expand_as(features[:, 9]))
-
-
-def test_head_output_means_ignore_padding(model, tokenizer):
-    sentences = ["A short one.", "A much longer sentence with many more tokens in it.", "Mid length here."]
-    batch = tokenizer(sentences)
-    together = model.head_output_means(batch)
-    weighted = sum(n * model.head_output_means(tokenizer(s)) for s, n in zip(sentences, batch.lengths))
-    torch.testing.assert_close(together, weighted / sum(batch.lengths), rtol=0, atol=1e-5)
-
-
-def test_ablation_arguments(model):
-    with pytest.raises(ValueError, match="mode"):
-        with model.ablated((0, 0), mode="random"):
-            pass
-    with pytest.raises(ValueError, match="reference"):
-        with model.ablated((0, 0), mode="mean"):
-            pass
-    with pytest.raises(IndexError, match="out of range"):
-        with model.ablated((6, 0)):
-            pass
-    mask = torch.zeros(6, 12, dtype=torch.bool)
-    mask[2, 3] = True
-    with model.ablated(mask):
-        assert model.head_gates[2, 3] == 0 and model.head_gates.sum() == 71
-
-
-# ------------------------------------------------------------------------------------------- pruning
-def test_pruned_equals_gated_to_zero(model, batches):
-    batch = batches["pairs"]
-    remove = [(0, 1), (0, 11), (3, 0), (3, 1), (3, 2), (5, 6)]
-    small = model.pruned(remove)
-    assert small.layers[0].attention.n_heads == 10 and small.layers[3].attention.n_heads == 9
-    assert small.layers[0].attention.W_q.weight.shape == (320, 384)
-    assert small.layers[0].attention.W_o.weight.shape == (384, 320)
-    assert model.layers[0].attention.n_heads == 12  # the original is untouched
-    gates = torch.ones(6, 12)
-    for layer, head in remove:
-        gates[layer, head] = 0
-    with torch.no_grad(), model.gated(gates):
-        expected = model(batch)
-    with torch.no_grad():
-        got = small(batch)
-    torch.testing.assert_close(got.last_hidden_state, expected.last_hidden_state, rtol=0, atol=1e-5)
-    kept = [h for h in range(12) if (3, h) not in remove]
-    torch.testing.assert_close(got.attentions[3], expected.attentions[3][:, kept], rtol=0, atol=1e-6)
-    # Original head numbering survives pruning: gating or ablating head 3.5 means the same head in both models.
-    with torch.no_grad(), small.ablated((3, 5)), model.gated(gates.index_put((torch.tensor(3), torch.tensor(5)), torch.tensor(0.0))):
-        torch.testing.assert_close(small(batch).last_hidden_state, model(batch).last_hidden_state, rtol=0, atol=1e-5)
-    assert small.gate_gradients(_loss, batch)[3, 0] == 0  # a removed head has no effect
-    twice = small.pruned([(3, 5)])
-    assert twice.kept_heads[3] == [h for h in kept if h != 5]
-    with pytest.raises(ValueError, match="every head"):
-        model.pruned([(2, h) for h in range(12)])
-    with pytest.raises(ValueError, match="pruned"):
-        with small.ablated((0, 1)):
-            pass
-
-
-def test_pruned_mean_ablation_matches_unpruned(model, tokenizer, batches):
-    batch = tokenizer("Mean ablation on a pruned model.")
-    small = model.pruned([(2, 0), (2, 7)])
-    means = model.head_output_means(batches["single"])
-    small_means = small.head_output_means(batches["single"])
-    assert small_means[2, 0].eq(0).all()
-    with torch.no_grad(), small.ablated((2, 4), "mean", reference=means), model.ablated((2, 4), "mean", reference=means):
-        gates = torch.ones(6, 12)
-        gates[2, 0] = gates[2, 7] = 0
-        with model.gated(gates):
-            expected = model(batch).last_hidden_state
-        torch.testing.assert_close(small(batch).last_hidden_state, expected, rtol=0, atol=1e-5)
 
 
 # ------------------------------------------------------------------------------- other checkpoints
