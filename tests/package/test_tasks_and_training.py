@@ -136,3 +136,11 @@ def test_one_softmax_widget_builds():
     widget = viz.one_softmax_widget()
     assert [c.description for c in widget.children[:2]] == ["score gap", "other keys"]
     plt.close("all")
+
+
+def test_for_task_sizes_the_model_from_the_task():
+    task = TwoRelationTask(vocab_size=9, seq_len=7, offsets=(1, 2, 4))
+    model = TinyAttentionModel.for_task(task, d_model=12, n_heads=3)
+    logits, weights = model(task.sample(2)[0])
+    assert tuple(logits.shape) == (2, 7, 3, 9) and tuple(weights.shape) == (2, 3, 7, 7)
+    assert model.d_head == 4 and TinyAttentionModel.for_task(task, 12, 3, d_head=5).d_head == 5

@@ -70,7 +70,7 @@ def run_head_sweep(
     configs = sweep_configs(d_model, seeds, head_counts)
     for n_heads, d_head, seed in tqdm(configs, desc="head-count sweep", disable=not progress, leave=False):
         def make(n_heads=n_heads):
-            return TinyAttentionModel(task.vocab_size, task.seq_len, d_model, n_heads, n_relations=task.n_relations)
+            return TinyAttentionModel.for_task(task, d_model, n_heads)
 
         result = train(make, task, replace(config, seed=seed), device=device, progress=False)
         tail = result.train_loss[-max(1, len(result.train_loss) // 10):]

@@ -52,6 +52,12 @@ class TinyAttentionModel(nn.Module):
         self.attention = MultiHeadAttention(d_model, n_heads, d_head=d_head)
         self.readout = nn.Linear(d_model, n_relations * vocab_size)
 
+    @classmethod
+    def for_task(cls, task, d_model: int, n_heads: int, d_head: int | None = None) -> TinyAttentionModel:
+        """A model sized for ``task`` (a :class:`~manyheads.data.tasks.TwoRelationTask`): its vocabulary, sequence
+        length and number of relations, with the given width and head count (chapters 1-4)."""
+        return cls(task.vocab_size, task.seq_len, d_model, n_heads, n_relations=task.n_relations, d_head=d_head)
+
     @property
     def n_heads(self) -> int:
         return self.attention.n_heads
