@@ -32,10 +32,14 @@ def max_abs_diff(got: Tensor, want: Tensor) -> float:
     return float((got.detach().double() - want.double()).abs().nan_to_num(math.inf).max())
 
 
-def call_student(fn: Callable[..., Any], what: str, *args: Any) -> Any:
-    """Call the student's function; any error but NotImplementedError becomes an AssertionError saying where."""
+def call_student(fn: Callable[..., Any], what: str, *args: Any, **kwargs: Any) -> Any:
+    """Call the student's function; any error but NotImplementedError becomes an AssertionError saying where.
+
+    Pass arguments the way the hidden tests do (by keyword where they use a keyword), so that a renamed parameter
+    shows up here and not only in the grade.
+    """
     try:
-        return fn(*args)
+        return fn(*args, **kwargs)
     except NotImplementedError:
         raise
     except Exception as exc:

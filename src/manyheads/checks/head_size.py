@@ -46,14 +46,35 @@ def _as_int(name: str, value: Any) -> int:
     return int(as_float)
 
 
+def _exactly_moved(name: str, got: Tensor, want: Tensor, what: str) -> None:
+    """Splitting and merging only move numbers: the hidden tests compare them exactly, so this check does too."""
+    if not torch.equal(got.detach().double(), want.double()):
+        raise AssertionError(
+            f"{name} changed the numbers for {what} (largest change {max_abs_diff(got, want):.3g}): it must only move "
+            "them. Reshape, transpose, chunk or cat keep them exactly; copying them into a new tensor of another dtype "
+            "(torch.zeros(...) is float32) rounds them"
+        )
+
+
 def check_head_dim(head_dim: Callable[[int, int], int]) -> None:
-    """Visible test for exercise 3, part 1: ``head_dim(d_model, n_heads)``."""
-    for d_model, n_heads, want in ((1024, 16, 64), (512, 8, 64), (384, 12, 32), (6, 6, 1), (6, 1, 6)):
-        got = _as_int(f"head_dim({d_model}, {n_heads})", call_student(head_dim, f"({d_model}, {n_heads})", d_model, n_heads))
+    """Visible test for exercise 3, part 1: ``head_dim(d_model, n_heads)`` → an ``int``; ``ValueError`` for invalid
+    combinations and for arguments that are not ``int`` (bool, float, str)."""
+    for d_model, n_heads, want in ((1024, 16, 64), (512, 8, 64), (384, 12, 32), (6, 6, 1), (6, 1, 6), (1, 1, 1)):
+        got = call_student(head_dim, f"({d_model}, {n_heads})", d_model, n_heads)
+        if type(got) is not int:  # noqa: E721 -- exactly int: not a float such as 64.0, a bool or a numpy scalar
+            hint = ("use integer division, d_model // n_heads: d_model / n_heads is a float even when it divides"
+                    if isinstance(got, float) else "return a plain Python int")
+            raise AssertionError(f"head_dim({d_model}, {n_heads}) returned {got!r}, a {type(got).__name__}; "
+                                 f"the spec asks for an int: {hint}")
         if got != want:
             raise AssertionError(f"head_dim({d_model}, {n_heads}) returned {got}, expected {want}")
-    for args, why in (((512, 3), "3 does not divide 512"), ((0, 4), "d_model = 0 is not positive"),
-                      ((64, -2), "n_heads = -2 is not positive")):
+    for args, why in (((512, 3), "3 does not divide 512"), ((3, 6), "6 heads cannot share a width of 3"),
+                      ((0, 4), "d_model = 0 is not positive"), ((64, -2), "n_heads = -2 is not positive"),
+                      ((8, 0), "n_heads = 0 is not positive"), ((-6, -3), "neither is positive, although -6 % -3 == 0"),
+                      ((1024.0, 16), "d_model is a float, not an int (even though 1024.0 is a whole number)"),
+                      ((1024, 16.0), "n_heads is a float, not an int"), ((10, 2.5), "n_heads = 2.5 is not an integer"),
+                      (("1024", 16), "d_model is a str, not an int"),
+                      ((64, True), "n_heads is a bool, not an int (True == 1 in Python)")):
         try:
             result = head_dim(*args)
         except NotImplementedError:
@@ -61,8 +82,10 @@ def check_head_dim(head_dim: Callable[[int, int], int]) -> None:
         except ValueError:
             continue
         except Exception as exc:
-            raise AssertionError(f"head_dim{args} raised {type(exc).__name__}, expected a ValueError ({why})") from exc
-        raise AssertionError(f"head_dim{args} returned {result!r}, but should raise ValueError: {why}")
+            raise AssertionError(
+                f"head_dim{args!r} raised {type(exc).__name__}, expected a ValueError ({why})") from exc
+        raise AssertionError(f"head_dim{args!r} returned {result!r}, but should raise ValueError: {why}. Check that "
+                             "both arguments are ints (isinstance(x, int) and not a bool) and greater than 0 first")
     report_passed("check_head_dim")
 
 
@@ -87,6 +110,21 @@ def check_split_heads(split_heads: Callable[[Tensor, int], Tensor]) -> None:
                                  "(batch, seq, n_heads, d_head) first, then transpose(1, 2)")
         raise AssertionError(f"split_heads puts the wrong features in the heads: head i should hold features "
                              f"[i·d_head, (i+1)·d_head) of every position (max difference {max_abs_diff(got, want):.3g})")
+    _exactly_moved("split_heads", got, want, "x of shape (2, 6, 6) in float64")
+
+    # The other forms the hidden tests use: a batch of one, one head, heads of width 1, a single position, float32.
+    for shape, n_heads, dtype, what in (
+        ((1, 4, 6), 1, torch.float32, "one head and a batch of one, x (1, 4, 6) float32"),
+        ((2, 3, 8), 8, torch.float32, "heads of width 1, x (2, 3, 8), n_heads=8"),
+        ((3, 1, 6), 2, torch.float64, "a single position, x (3, 1, 6), n_heads=2"),
+    ):
+        x = fixed_randn(*shape, seed=35).to(dtype)
+        want = _split(x, n_heads)
+        got = require_tensor("split_heads's result", call_student(split_heads, what, x, n_heads))
+        if tuple(got.shape) != tuple(want.shape):
+            raise AssertionError(f"split_heads returned shape {tuple(got.shape)} for {what}, expected "
+                                 f"{tuple(want.shape)}: keep every axis, even those of size 1 (no squeeze)")
+        _exactly_moved("split_heads", got, want, what)
     report_passed("check_split_heads")
 
 
@@ -103,6 +141,19 @@ def check_merge_heads(merge_heads: Callable[[Tensor], Tensor]) -> None:
             raise AssertionError("the shape is right but the numbers are not: move the head axis next to d_head "
                                  "first (transpose(1, 2)), then reshape")
         raise AssertionError(f"merge_heads is not the inverse of split_heads (max difference {max_abs_diff(got, want):.3g})")
+    _exactly_moved("merge_heads", got, want, "x of shape (2, 3, 5, 4) in float64")
+
+    # The other forms the hidden tests use: one head and a batch of one, one position with heads of width 1, float32.
+    for shape, dtype, what in (((1, 1, 7, 3), torch.float32, "one head and a batch of one, x (1, 1, 7, 3) float32"),
+                               ((2, 5, 1, 1), torch.float32, "one position and heads of width 1, x (2, 5, 1, 1)"),
+                               ((3, 4, 6, 2), torch.float64, "x (3, 4, 6, 2)")):
+        x = fixed_randn(*shape, seed=36).to(dtype)
+        want = _merge(x)
+        got = require_tensor("merge_heads's result", call_student(merge_heads, what, x))
+        if tuple(got.shape) != tuple(want.shape):
+            raise AssertionError(f"merge_heads returned shape {tuple(got.shape)} for {what}, expected "
+                                 f"{tuple(want.shape)}: keep every axis, even those of size 1 (no squeeze)")
+        _exactly_moved("merge_heads", got, want, what)
     report_passed("check_merge_heads")
 
 
@@ -119,9 +170,12 @@ def check_mha_param_count(mha_param_count: Callable[..., int]) -> None:
                                  "(bias=True is the default): one vector of d_model per projection")
         if got != want:
             raise AssertionError(f"mha_param_count({d_model}, {n_heads}) returned {got}, expected {want}")
-    got = _as_int("mha_param_count's result", call_student(mha_param_count, "(512, 8, bias=False)", 512, 8, False))
-    if got != 4 * 512 * 512:
-        raise AssertionError(f"mha_param_count(512, 8, bias=False) returned {got}, expected {4 * 512 * 512}")
+    # bias by keyword, as the hidden tests pass it: the parameter must be called bias, as in the spec
+    for bias, want in ((False, 4 * 512 * 512), (True, 4 * 512 * 512 + 4 * 512)):
+        what = f"(512, 8, bias={bias}) (keep the parameter name bias)"
+        got = _as_int("mha_param_count's result", call_student(mha_param_count, what, 512, 8, bias=bias))
+        if got != want:
+            raise AssertionError(f"mha_param_count(512, 8, bias={bias}) returned {got}, expected {want}")
     report_passed("check_mha_param_count")
 
 
@@ -160,9 +214,56 @@ def check_multi_head_attention(multi_head_attention: Callable[..., tuple[Tensor,
         raise AssertionError(f"the weights are right but the output differs by up to {max_abs_diff(output, want_out):.3g}: "
                              "merge the heads (transpose back, then reshape) and apply w_o")
     mask = torch.ones(seq, seq, dtype=torch.bool).tril()
-    result = call_student(multi_head_attention, shapes + " and a causal (5, 5) mask", x, w_q, w_k, w_v, w_o, n_heads, mask)
+    result = call_student(multi_head_attention, shapes + " and a causal (5, 5) mask passed as mask=",
+                          x, w_q, w_k, w_v, w_o, n_heads, mask=mask)
     want_out, want_w = reference_multi_head_attention(x, w_q, w_k, w_v, w_o, n_heads, mask)
     if not (close_to(require_tensor("weights", result[1]), want_w) and close_to(require_tensor("output", result[0]), want_out)):
         raise AssertionError("wrong result with a causal mask: True = may attend; set the other scores to -inf "
                              "before the softmax (the same mask for every head)")
+
+    # Every other form the spec allows: a batch of one, one head, heads of width 1, float32, and masks of every
+    # rank that broadcasts to (batch, n_heads, seq, seq). (A per-sequence mask must come as (batch, 1, seq, seq):
+    # a 3-D mask lines up with (n_heads, seq, seq), as broadcasting always aligns the last axes.)
+    def random_mask(*shape: int, seed: int) -> Tensor:
+        m = torch.rand(*shape, generator=torch.Generator().manual_seed(seed)) < 0.5
+        m[..., 0] = True  # every query may attend to at least one key
+        return m
+
+    broadcast = "a size-1 axis of the mask broadcasts; let masked_fill (or torch.where) broadcast it for you"
+    cases = [
+        ((1, 5, 6), 1, torch.float32, None, "a batch of one and one head, x (1, 5, 6) float32, n_heads=1",
+         "keep the batch and head axes even when they have size 1 (no squeeze); with one head, d_head = d_model"),
+        ((3, 4, 6), 6, torch.float64, None, "heads of width 1, x (3, 4, 6), n_heads=6",
+         "with d_head = 1 keep the last axis of size 1 (no squeeze), and divide by √1"),
+        ((2, 5, 6), 3, torch.float64, random_mask(2, 1, 1, 5, seed=37), "a padding mask of shape (2, 1, 1, 5)",
+         f"(batch, 1, 1, seq) hides the same keys from every head and query of a sequence: {broadcast}"),
+        ((2, 5, 6), 3, torch.float64, random_mask(2, 1, 5, 5, seed=38), "a mask of shape (2, 1, 5, 5)",
+         f"(batch, 1, seq, seq) is one mask per sequence, shared by the heads: {broadcast}"),
+        ((2, 5, 6), 3, torch.float64, random_mask(2, 3, 5, 5, seed=39), "a mask of shape (2, 3, 5, 5), one per head",
+         "(batch, n_heads, seq, seq) gives every head its own mask: head i uses mask[:, i], not mask[:, 0]"),
+        ((2, 5, 6), 3, torch.float64, random_mask(3, 5, 5, seed=40),
+         "a 3-D mask of shape (3, 5, 5) = (n_heads, seq, seq)",
+         "a 3-D mask broadcasts against (batch, n_heads, seq, seq) from the right: its first axis is the heads"),
+        ((2, 5, 6), 3, torch.float64, random_mask(1, 5, 5, seed=41), "a 3-D mask of shape (1, 5, 5)",
+         f"(1, seq, seq) is one mask for every sequence and head: {broadcast}"),
+        ((3, 4, 8), 2, torch.float32, random_mask(3, 1, 1, 4, seed=42),
+         "float32 inputs with a (3, 1, 1, 4) padding mask",
+         "float32 must work as well as float64: keep the input's dtype (use float('-inf'), not -1e300)"),
+    ]
+    for shape, heads, dtype, mask, what, hint in cases:
+        d = shape[-1]
+        xx = fixed_randn(*shape, seed=43).to(dtype)
+        ws = [(fixed_randn(d, d, seed=44 + i) / math.sqrt(d)).to(dtype) for i in range(4)]
+        kwargs = {} if mask is None else {"mask": mask}
+        result = call_student(multi_head_attention, f"{what} (x {shape}, n_heads={heads})", xx, *ws, heads, **kwargs)
+        if not isinstance(result, tuple) or len(result) != 2:
+            raise AssertionError(f"multi_head_attention should return (output, weights) for {what}")
+        output, weights = require_tensor("output", result[0]), require_tensor("weights", result[1])
+        want_out, want_w = reference_multi_head_attention(xx.double(), *(w.double() for w in ws), heads, mask)
+        if tuple(weights.shape) != tuple(want_w.shape) or tuple(output.shape) != tuple(want_out.shape):
+            raise AssertionError(f"wrong shapes for {what}: expected output {tuple(want_out.shape)} and weights "
+                                 f"{tuple(want_w.shape)}, got {tuple(output.shape)} and {tuple(weights.shape)}. {hint}")
+        if not (close_to(weights, want_w) and close_to(output, want_out)):
+            raise AssertionError(f"wrong result for {what} (weights off by up to {max_abs_diff(weights, want_w):.3g}). "
+                                 f"{hint}")
     report_passed("check_multi_head_attention")

@@ -66,6 +66,28 @@ def check_softmax(softmax: Callable[[Tensor], Tensor]) -> None:
         raise AssertionError("a score of -inf must get a weight of exactly 0")
     if not close_to(weights, torch.softmax(masked, dim=-1)):
         raise AssertionError("softmax is wrong on a row that contains -inf")
+
+    # The other forms the spec allows (and the hidden tests use): no leading axes at all, and float32 scores,
+    # large ones and -inf included.
+    vector = fixed_randn(6, seed=9)
+    weights = require_tensor("softmax's result",
+                             call_student(softmax, "a 1-D tensor of shape (6,) (no leading axes)", vector))
+    if tuple(weights.shape) != (6,) or not close_to(weights, torch.softmax(vector, dim=-1)):
+        raise AssertionError(
+            f"softmax is wrong on a 1-D tensor of shape (6,) (got shape {tuple(weights.shape)}): the spec allows any "
+            "number of leading axes, including none; work on the last axis only (dim=-1, keepdim=True)"
+        )
+    offsets = torch.tensor([[800.0], [0.0], [-900.0]], dtype=torch.float64)
+    scores32 = (fixed_randn(3, 5, seed=10) * 30 + offsets).float()
+    scores32[1, 1] = scores32[2, 3] = float("-inf")
+    weights = require_tensor("softmax's result", call_student(
+        softmax, "float32 scores of shape (3, 5) (rows near 800, 0 and -900, some -inf)", scores32))
+    want = torch.softmax(scores32.double(), dim=-1)
+    if tuple(weights.shape) != (3, 5) or torch.isnan(weights).any() or not close_to(weights, want):
+        raise AssertionError(
+            "softmax is wrong on float32 scores (rows near 800, 0 and -900, some -inf): keep the "
+            "computation in the input's dtype (a constant such as -1e300 does not fit in float32)"
+        )
     report_passed("check_softmax")
 
 
@@ -150,6 +172,48 @@ def check_scaled_dot_product_attention(attention: Callable[..., tuple[Tensor, Te
         )
     if not (close_to(weights, want_weights) and close_to(output, want_output)):
         raise AssertionError("wrong result on 4-D inputs with a broadcast padding mask of shape (2, 1, 1, 5)")
+
+    # Every other form the spec allows and the hidden tests use: no leading axes, float32, masks of every rank.
+    causal = torch.ones(seq_q, seq_k, dtype=torch.bool).tril(diagonal=2)
+    per_query = torch.rand(batch, seq_q, seq_k, generator=torch.Generator().manual_seed(11)) < 0.5
+    per_query[..., -1] = True  # every query may attend to at least one key
+    full = torch.rand(2, 1, seq_q, seq_k, generator=torch.Generator().manual_seed(12)) < 0.5
+    full[..., 0] = True
+    q1, k1, v1 = (fixed_randn(2, 1, seq_q, d_k, seed=13), fixed_randn(2, 1, seq_k, d_k, seed=14),
+                  fixed_randn(2, 1, seq_k, d_v, seed=15))
+    cases = [
+        ("2-D inputs with no leading axes, q (3, 4), k (5, 4), v (5, 6), no mask", (q[0], k[0], v[0], None),
+         "the leading axes can be none at all: use k.transpose(-2, -1) and dim=-1, and do not assume a batch axis"),
+        ("2-D inputs with no leading axes and a (3, 5) mask", (q[0], k[0], v[0], causal),
+         "the leading axes can be none at all: use k.transpose(-2, -1) and dim=-1, and do not assume a batch axis"),
+        ("float32 inputs q (2, 3, 4), k (2, 5, 4), v (2, 5, 6) with a (3, 5) mask",
+         (q.float(), k.float(), v.float(), causal),
+         "float32 must work as well as float64: keep the input's dtype (a constant such as -1e300 does not fit in "
+         "float32; use float('-inf'))"),
+        ("3-D inputs with a 3-D mask of shape (2, 3, 5), one mask per sequence", (q, k, v, per_query),
+         "a mask with the same leading axes as the inputs must be applied as it is, element by element"),
+        ("4-D inputs (2, 3, seq, d) with a 2-D (3, 5) mask shared by every batch and head", (q4, k4, v4, causal),
+         "a (seq_q, seq_k) mask broadcasts over all leading axes"),
+        ("inputs with leading axes (2, 1) and a full mask of shape (2, 1, 3, 5)", (q1, k1, v1, full),
+         "a mask of the weights' own shape is applied element by element; do not squeeze axes of size 1"),
+        ("4-D inputs (2, 3, seq, d) with a (2, 1, 3, 5) mask that broadcasts over the heads",
+         (q4, k4, v4, full), "a size-1 axis of the mask broadcasts over that axis of the inputs"),
+    ]
+    for what, (qq, kk, vv, mask), hint in cases:
+        args = (qq, kk, vv) if mask is None else (qq, kk, vv, mask)
+        result = call_student(attention, what, *args)
+        if not isinstance(result, tuple) or len(result) != 2:
+            raise AssertionError(f"scaled_dot_product_attention should return (output, weights) for {what}")
+        output, weights = require_tensor("output", result[0]), require_tensor("weights", result[1])
+        want_output, want_weights = _reference_attention(qq.double(), kk.double(), vv.double(), mask)
+        if tuple(weights.shape) != tuple(want_weights.shape) or tuple(output.shape) != tuple(want_output.shape):
+            raise AssertionError(
+                f"wrong shapes for {what}: expected output {tuple(want_output.shape)} and weights "
+                f"{tuple(want_weights.shape)}, got {tuple(output.shape)} and {tuple(weights.shape)}. {hint}"
+            )
+        if not (close_to(weights, want_weights) and close_to(output, want_output)):
+            raise AssertionError(f"wrong result for {what} (weights off by up to "
+                                 f"{max_abs_diff(weights, want_weights):.3g}). {hint}")
     report_passed("check_scaled_dot_product_attention")
 
 
@@ -182,4 +246,22 @@ def check_attention_entropy(attention_entropy: Callable[[Tensor], Tensor]) -> No
         raise AssertionError(
             f"expected entropies 0 (one-hot), log 2 (two halves) and log 4 (uniform over 4), got {got.tolist()}"
         )
+
+    # 4-D weights (batch, heads, seq_q, seq_k) with exact zeros, in float64 and in float32 (the hidden tests use both).
+    scores = fixed_randn(2, 3, 4, 6, seed=16) * 2
+    scores[..., 1::3] = float("-inf")
+    weights = torch.softmax(scores, dim=-1)
+    want = -torch.special.xlogy(weights, weights).sum(dim=-1)
+    for dtype in (torch.float64, torch.float32):
+        what = f"{str(dtype).removeprefix('torch.')} weights of shape (2, 3, 4, 6) with zeros"
+        got = require_tensor("attention_entropy's result", call_student(attention_entropy, what, weights.to(dtype)))
+        if tuple(got.shape) != (2, 3, 4):
+            raise AssertionError(f"attention_entropy returned shape {tuple(got.shape)} for {what}, expected "
+                                 "(2, 3, 4): any number of leading axes, sum over the last one only (dim=-1)")
+        if torch.isnan(got).any() or not close_to(got, want):
+            raise AssertionError(
+                f"wrong entropies for {what} (off by up to {max_abs_diff(got, want):.3g})"
+                + (": float32 must work too; a constant such as 1e-300 is 0 in float32, so log(0) comes back"
+                   if dtype == torch.float32 else "")
+            )
     report_passed("check_attention_entropy")

@@ -47,6 +47,26 @@ def check_mean_attention_entropy(mean_attention_entropy: Callable[[Tensor], Tens
         raise AssertionError("NaN for weights containing zeros: 0 · ln 0 counts as 0 (torch.special.xlogy(w, w))")
     if not close_to(got, torch.tensor(0.0, dtype=torch.float64)):
         raise AssertionError(f"one-hot rows have entropy 0, got {got.tolist()}")
+
+    # The other forms the spec allows and the hidden tests use: one leading axis, a leading axis of size 1,
+    # seq_q ≠ seq_k, exact zeros, float32.
+    scores = fixed_randn(2, 1, 3, 5, seed=44) * 2
+    scores[..., 2::3] = float("-inf")  # exact zeros in every row
+    weights = torch.softmax(scores, dim=-1)
+    want = -torch.special.xlogy(weights, weights).sum(-1).mean(-1)
+    for w, dtype, what in ((weights, torch.float64, "weights of shape (2, 1, 3, 5) with zeros"),
+                           (weights, torch.float32, "float32 weights of shape (2, 1, 3, 5) with zeros"),
+                           (weights[:, 0], torch.float64, "3-D weights of shape (2, 3, 5) with zeros")):
+        expected = want if w.dim() == 4 else want[:, 0]
+        got = require_tensor("mean_attention_entropy's result", call_student(mean_attention_entropy, what, w.to(dtype)))
+        _shape("mean_attention_entropy", got, tuple(expected.shape), f"for {what} the result keeps every leading "
+               "axis, even one of size 1 (no squeeze): reduce only the last two axes")
+        if torch.isnan(got).any() or not close_to(got, expected):
+            raise AssertionError(
+                f"wrong mean entropy for {what} (off by up to {max_abs_diff(got, expected):.3g})"
+                + (": float32 must work too (a constant such as 1e-300 is 0 in float32)"
+                   if dtype == torch.float32 else "")
+            )
     report_passed("check_mean_attention_entropy")
 
 
@@ -71,6 +91,25 @@ def check_offset_attention(offset_attention: Callable[[Tensor, int], Tensor]) ->
     _shape("offset_attention", got, (3, 2), "one number per head")
     if not close_to(got, want):
         raise AssertionError(f"wrong previous-token attention on (3, 2, 6, 6) weights (max diff {max_abs_diff(got, want):.3g})")
+
+    # The other forms the spec allows and the hidden tests use: more queries than keys, no leading axes, offset 0.
+    tall = torch.softmax(fixed_randn(2, 5, 4, seed=45), dim=-1)  # seq_q 5 > seq_k 4
+    for w, offset, what in ((tall, -3, "weights (2, 5, 4): more queries than keys, offset −3"),
+                            (tall, 2, "weights (2, 5, 4): more queries than keys, offset +2"),
+                            (torch.softmax(fixed_randn(4, 6, seed=46), dim=-1), 1,
+                             "2-D weights (4, 6) with no leading axes, offset +1"),
+                            (torch.softmax(fixed_randn(2, 6, 9, seed=47), dim=-1), 0,
+                             "weights (2, 6, 9), offset 0 (the token itself)")):
+        want = w.diagonal(offset=offset, dim1=-2, dim2=-1).mean(-1)
+        got = require_tensor("offset_attention's result", call_student(offset_attention, what, w, offset))
+        _shape("offset_attention", got, tuple(want.shape), f"for {what} drop the last two axes and keep the others "
+               "(none for 2-D weights: a 0-dimensional tensor)")
+        if torch.isnan(got).any() or not close_to(got, want):
+            raise AssertionError(
+                f"wrong result for {what}: expected {[round(float(v), 4) for v in want.reshape(-1)]}, got "
+                f"{got.reshape(-1).tolist()}. Average weights[..., i, i + offset] over every query i with "
+                "0 ≤ i < seq_q and 0 ≤ i + offset < seq_k (seq_q may be larger or smaller than seq_k; offset may be 0)"
+            )
     report_passed("check_offset_attention")
 
 
@@ -88,4 +127,29 @@ def check_relation_accuracy(relation_accuracy: Callable[[Tensor, Any], Tensor]) 
         raise AssertionError("word 0 attends most to itself in head 1-1: exclude the dependent itself before the argmax")
     if not close_to(got, want):
         raise AssertionError(f"expected [[1.0, 0.0]] (head 1-1 gets all three arcs, head 1-2 none), got {got.tolist()}")
+
+    # The other forms the hidden tests use: several layers, a single arc, float32, words that attend most to
+    # themselves.
+    weights = torch.softmax(fixed_randn(3, 2, 5, 5, seed=47) * 2, dim=-1) + 0.5 * torch.eye(5, dtype=torch.float64)
+    four_arcs = [(0, 2), (1, 4), (3, 0), (4, 3)]
+    for arcs, dtype, what in ((four_arcs, torch.float64, "weights (3, 2, 5, 5): three layers, four arcs"),
+                              ([(2, 1)], torch.float64, "weights (3, 2, 5, 5) and a single arc"),
+                              (four_arcs, torch.float32, "float32 weights (3, 2, 5, 5)")):
+        want = _reference_relation_accuracy(weights, arcs)
+        got = require_tensor("relation_accuracy's result",
+                             call_student(relation_accuracy, what, weights.to(dtype), list(arcs)))
+        _shape("relation_accuracy", got, (3, 2), f"one accuracy per (layer, head) for {what}")
+        if not close_to(got, want):
+            raise AssertionError(
+                f"wrong accuracies for {what}: expected {want.tolist()}, got {got.tolist()} (every word here attends "
+                "most to itself, so the argmax must skip the diagonal; every layer counts, not only the first)"
+            )
     report_passed("check_relation_accuracy")
+
+
+def _reference_relation_accuracy(weights: Tensor, arcs: list[tuple[int, int]]) -> Tensor:
+    """(n_layers, n_heads): the fraction of arcs whose dependent's most-attended other word is its head."""
+    eye = torch.eye(weights.shape[-1], dtype=torch.bool)
+    predicted = weights.masked_fill(eye, float("-inf")).argmax(dim=-1)
+    hits = [predicted[..., d] == h for d, h in arcs]
+    return torch.stack(hits, dim=-1).double().mean(dim=-1)
