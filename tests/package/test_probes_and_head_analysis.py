@@ -213,6 +213,24 @@ def test_relation_table_and_offset_baseline():
     assert counts[0].tolist() == [[0, 2]] and counts[1] == 2
 
 
+def test_pobj_is_scored_with_the_preposition_attending_to_its_object():
+    # Clark et al. score pobj from the head word (the preposition) to its dependent (the object), every other
+    # relation from the dependent to its head; the baseline offset counts from the same word.
+    s = _sentence(["Tom", "sat", "in", "the", "park", "."], [1, -1, 1, 4, 2, 1],
+                  ["nsubj", "root", "prep", "det", "pobj", "punct"])
+    w = torch.zeros(1, 2, 6, 6)
+    w[0, 0, 2, 4] = 1.0  # head 1-1: "in" attends to "park"
+    w[0, 1, 4, 2] = 1.0  # head 1-2: "park" attends to "in"
+    rows = {r.relation: r for r in analysis.relation_table([w], [s], ["prep", "pobj"])}
+    assert rows["pobj"].best_head == (0, 0) and rows["pobj"].accuracy == 1.0
+    assert analysis.relation_counts([w], [s], ["pobj"])["pobj"][0].tolist() == [[1, 0]]
+    assert rows["pobj"].direction == "head → dependent" and rows["prep"].direction == "dependent → head"
+    assert analysis.offset_baseline([s], "pobj") == (2, 1.0)  # the object two words after the preposition
+    assert analysis.offset_baseline([s], "prep") == (-1, 1.0)  # the preposition's head one word before it
+    # relation_accuracy itself scores the pairs as given: the arc (park, in) is "park attends to in"
+    assert analysis.relation_accuracy(w, s.arcs("pobj")).tolist() == [[0.0, 1.0]]
+
+
 def test_coreference_accuracy():
     item = probes.CorefItem(("John", "met", "Mary", "and", "she", "smiled"), 4, 2, (0, 2))
     w = torch.zeros(1, 2, 6, 6)

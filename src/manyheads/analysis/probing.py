@@ -4,6 +4,12 @@ A head "predicts" the head word of each word as the word it attends to most (its
 the best head is reported beside the best fixed-offset baseline; for pronouns, the candidate mention the pronoun
 attends to most, beside the nearest-mention baseline.
 
+Direction. Every relation is scored with the dependent attending to its head word, except ``pobj``: as in Clark
+et al. (2019, the only relation they score that way), a preposition is scored by attending to its object, the
+head word to the dependent. :func:`relation_accuracy` always scores "query attends to target" for the pairs it is
+given; :func:`relation_counts`, :func:`offset_baseline` and :func:`relation_table` build those pairs in each
+relation's direction, so a relation's best head and its baseline offset are measured from the same word.
+
 Shapes: one sentence's attention between words is (n_layers, n_heads, n_words, n_words).
 """
 
@@ -30,9 +36,22 @@ def _predicted_heads(weights: Tensor) -> Tensor:
     return weights.masked_fill(eye, float("-inf")).argmax(dim=-1)
 
 
+#: Relations scored from the head word to the dependent (Clark et al.: the preposition attends to its object).
+_HEAD_ATTENDS_TO_DEPENDENT = frozenset({"pobj"})
+
+
+def _scored_pairs(sentence, relation: str) -> list[tuple[int, int]]:
+    """(query, target) pairs for ``relation`` in ``sentence``: (dependent, head), or (head, dependent) for pobj."""
+    arcs = sentence.arcs(relation)
+    return [(h, d) for d, h in arcs] if relation in _HEAD_ATTENDS_TO_DEPENDENT else arcs
+
+
 def relation_accuracy(weights: Tensor, arcs: Sequence[tuple[int, int]]) -> Tensor:
     """weights (n_layers, n_heads, seq, seq) over the words of one sentence; arcs: (dependent, head) pairs →
-    (n_layers, n_heads): the fraction of arcs whose dependent's most-attended other word is its head."""
+    (n_layers, n_heads): the fraction of arcs whose dependent's most-attended other word is its head.
+
+    It scores the pairs in the order given (first attends to second); :func:`relation_counts` passes pobj arcs
+    reversed, so that the preposition attends to its object."""
     if not arcs:
         raise ValueError("relation_accuracy needs at least one arc")
     predicted = _predicted_heads(weights)
@@ -41,13 +60,16 @@ def relation_accuracy(weights: Tensor, arcs: Sequence[tuple[int, int]]) -> Tenso
     return (predicted[..., deps] == heads).to(weights.dtype).mean(dim=-1)
 
 
-def relation_counts(word_attns: Sequence[Tensor], sentences: Sequence, relations: Sequence[str]) -> dict[str, tuple[Tensor, int]]:
-    """Over a corpus: for each relation, (correct (n_layers, n_heads) counts, number of arcs)."""
+def relation_counts(
+    word_attns: Sequence[Tensor], sentences: Sequence, relations: Sequence[str]
+) -> dict[str, tuple[Tensor, int]]:
+    """Over a corpus: for each relation, (correct (n_layers, n_heads) counts, number of arcs), each arc scored in
+    its relation's direction (dependent → head; head → dependent for pobj)."""
     out = {}
     for relation in relations:
         correct, total = None, 0
         for weights, sentence in zip(word_attns, sentences):
-            arcs = sentence.arcs(relation)
+            arcs = _scored_pairs(sentence, relation)
             if not arcs:
                 continue
             c = relation_accuracy(weights.double(), arcs) * len(arcs)
@@ -58,13 +80,15 @@ def relation_counts(word_attns: Sequence[Tensor], sentences: Sequence, relations
 
 
 def offset_baseline(sentences: Sequence, relation: str, max_offset: int = 5) -> tuple[int, float]:
-    """The best fixed-offset predictor for ``relation``: (offset, accuracy), where predicting ``head = dependent +
-    offset`` for every arc is right that fraction of the time (offsets ±1..±max_offset; ties go to the smaller |offset|)."""
-    arcs = [(d, h) for s in sentences for d, h in s.arcs(relation)]
-    if not arcs:
+    """The best fixed-offset predictor for ``relation``: (offset, accuracy), where predicting ``target = query +
+    offset`` for every arc is right that fraction of the time (offsets ±1..±max_offset; ties go to the smaller
+    |offset|). Query and target follow the relation's direction: the dependent and its head, or for pobj the
+    preposition and its object, so pobj's offsets count from the preposition (+2 for "in the park")."""
+    pairs = [pair for s in sentences for pair in _scored_pairs(s, relation)]
+    if not pairs:
         raise ValueError(f"no {relation} arcs")
     offsets = sorted((o for o in range(-max_offset, max_offset + 1) if o), key=lambda o: (abs(o), o))
-    scores = {o: sum(h - d == o for d, h in arcs) / len(arcs) for o in offsets}
+    scores = {o: sum(target - query == o for query, target in pairs) / len(pairs) for o in offsets}
     best = max(offsets, key=lambda o: scores[o])  # max keeps the first of equal scores
     return best, scores[best]
 
@@ -82,9 +106,15 @@ class RelationRow:
     def head(self) -> str:
         return head_name(*self.best_head)
 
+    @property
+    def direction(self) -> str:
+        """Which word attends to which when this relation is scored (the baseline offset counts from the first)."""
+        return "head → dependent" if self.relation in _HEAD_ATTENDS_TO_DEPENDENT else "dependent → head"
+
 
 def relation_table(word_attns: Sequence[Tensor], sentences: Sequence, relations: Sequence[str]) -> list[RelationRow]:
-    """For each relation: the best single head's accuracy over the corpus and the best fixed-offset baseline."""
+    """For each relation: the best single head's accuracy over the corpus and the best fixed-offset baseline, both
+    in the relation's direction (:attr:`RelationRow.direction`)."""
     rows = []
     for relation, (correct, total) in relation_counts(word_attns, sentences, relations).items():
         if total == 0:
