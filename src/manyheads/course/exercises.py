@@ -4,6 +4,7 @@ already computes for each (used by the tests, the grading command and, later, by
 Each graded code part names:
 
 * ``function``: the function the student writes (also the ``grade_id`` of its answer cell);
+* ``signature``: its parameters, as the answer cell's ``def`` line spells them (the checks call it that way);
 * ``check``: the visible check, reached as ``mh.checks.<check>`` (the one stable path that test cells use);
 * ``test_id`` and ``points``: the locked, autograded test cell;
 * ``computed_by``: dotted paths of the course package's own functions that compute this part's answer. An answer
@@ -28,10 +29,16 @@ class CodePart:
     computed_by: tuple[str, ...] = ()
     # The answer cell's grade_id; the function's name unless the function was renamed after publication.
     answer_id: str = ""
+    signature: str = ""
 
     def __post_init__(self) -> None:
         if not self.answer_id:
             object.__setattr__(self, "answer_id", self.function)
+
+    @property
+    def def_line(self) -> str:
+        """The first line of the answer cell: ``def function(signature):``."""
+        return f"def {self.function}({self.signature}):"
 
     @property
     def check_id(self) -> str:
@@ -64,52 +71,138 @@ EXERCISES: tuple[Exercise, ...] = (
     Exercise(
         "01_single_head_bottleneck",
         (
-            CodePart("softmax", "check_softmax", "test_softmax", 2),
-            CodePart("scaled_dot_product_attention", "check_scaled_dot_product_attention",
-                     "test_scaled_dot_product_attention", 4,
-                     ("manyheads.attention.scaled_dot_product_attention", "manyheads.attention.MultiHeadAttention")),
-            CodePart("attention_entropy", "check_attention_entropy", "test_attention_entropy", 2,
-                     ("manyheads.analysis.heads.attention_entropy", "manyheads.analysis.heads.mean_attention_entropy")),
+            CodePart("softmax", "check_softmax", "test_softmax", 2, signature="scores"),
+            CodePart(
+                "scaled_dot_product_attention",
+                "check_scaled_dot_product_attention",
+                "test_scaled_dot_product_attention",
+                4,
+                ("manyheads.attention.scaled_dot_product_attention", "manyheads.attention.MultiHeadAttention"),
+                signature="q, k, v, mask=None",
+            ),
+            CodePart(
+                "attention_entropy",
+                "check_attention_entropy",
+                "test_attention_entropy",
+                2,
+                ("manyheads.analysis.heads.attention_entropy", "manyheads.analysis.heads.mean_attention_entropy"),
+                signature="weights",
+            ),
         ),
         (WrittenPart("one_head_two_targets", 2),),
     ),
     Exercise(
         "02_subspaces",
         (
-            CodePart("qk_circuits", "check_qk_circuits", "test_qk_circuits", 3,
-                     ("manyheads.analysis.circuits.qk_circuit", "manyheads.analysis.circuits.qk_circuits")),
-            CodePart("head_scores", "check_head_scores", "test_head_scores", 3,
-                     ("manyheads.analysis.circuits.pair_scores", "manyheads.analysis.circuits.bilinear_score",
-                      "manyheads.attention.MultiHeadAttention")),
-            CodePart("principal_angles", "check_principal_angles", "test_principal_angles", 3,
-                     ("manyheads.analysis.circuits.principal_angles", "manyheads.analysis.circuits.subspace_overlap")),
+            CodePart(
+                "qk_circuits",
+                "check_qk_circuits",
+                "test_qk_circuits",
+                3,
+                ("manyheads.analysis.circuits.qk_circuit", "manyheads.analysis.circuits.qk_circuits"),
+                signature="w_q, w_k, n_heads",
+            ),
+            CodePart(
+                "head_scores",
+                "check_head_scores",
+                "test_head_scores",
+                3,
+                (
+                    "manyheads.analysis.circuits.pair_scores",
+                    "manyheads.analysis.circuits.bilinear_score",
+                    "manyheads.attention.MultiHeadAttention",
+                ),
+                signature="x, w_q, w_k, n_heads",
+            ),
+            CodePart(
+                "principal_angles",
+                "check_principal_angles",
+                "test_principal_angles",
+                3,
+                ("manyheads.analysis.circuits.principal_angles", "manyheads.analysis.circuits.subspace_overlap"),
+                signature="a, b",
+            ),
         ),
         (WrittenPart("one_wide_or_four_narrow", 2),),
     ),
     Exercise(
         "03_head_size",
         (
-            CodePart("head_dim", "check_head_dim", "test_head_dim", 1, ("manyheads.costs.head_dim",)),
-            CodePart("split_heads", "check_split_heads", "test_split_heads", 2, ("manyheads.attention.split_heads",)),
-            CodePart("merge_heads", "check_merge_heads", "test_merge_heads", 1, ("manyheads.attention.merge_heads",)),
-            CodePart("mha_param_count", "check_mha_param_count", "test_mha_param_count", 1,
-                     ("manyheads.costs.mha_param_count", "manyheads.costs.head_budget")),
-            CodePart("multi_head_attention", "check_multi_head_attention", "test_multi_head_attention", 4,
-                     ("manyheads.attention.MultiHeadAttention", "manyheads.attention.scaled_dot_product_attention",
-                      "manyheads.checks.head_size.reference_multi_head_attention")),
+            CodePart(
+                "head_dim",
+                "check_head_dim",
+                "test_head_dim",
+                1,
+                ("manyheads.costs.head_dim",),
+                signature="d_model, n_heads",
+            ),
+            CodePart(
+                "split_heads",
+                "check_split_heads",
+                "test_split_heads",
+                2,
+                ("manyheads.attention.split_heads",),
+                signature="x, n_heads",
+            ),
+            CodePart(
+                "merge_heads",
+                "check_merge_heads",
+                "test_merge_heads",
+                1,
+                ("manyheads.attention.merge_heads",),
+                signature="x",
+            ),
+            CodePart(
+                "mha_param_count",
+                "check_mha_param_count",
+                "test_mha_param_count",
+                1,
+                ("manyheads.costs.mha_param_count", "manyheads.costs.head_budget"),
+                signature="d_model, n_heads, bias=True",
+            ),
+            CodePart(
+                "multi_head_attention",
+                "check_multi_head_attention",
+                "test_multi_head_attention",
+                4,
+                (
+                    "manyheads.attention.MultiHeadAttention",
+                    "manyheads.attention.scaled_dot_product_attention",
+                    "manyheads.checks.head_size.reference_multi_head_attention",
+                ),
+                signature="x, w_q, w_k, w_v, w_o, n_heads, mask=None",
+            ),
         ),
         (WrittenPart("more_heads_cost", 2),),
     ),
     Exercise(
         "04_specialization",
         (
-            CodePart("mean_attention_entropy", "check_mean_attention_entropy", "test_attention_entropy", 2,
-                     ("manyheads.analysis.heads.mean_attention_entropy", "manyheads.analysis.heads.attention_entropy"),
-                     answer_id="attention_entropy"),
-            CodePart("offset_attention", "check_offset_attention", "test_offset_attention", 2,
-                     ("manyheads.analysis.heads.offset_attention",)),
-            CodePart("relation_accuracy", "check_relation_accuracy", "test_relation_accuracy", 3,
-                     ("manyheads.analysis.probing.relation_accuracy", "manyheads.analysis.probing.relation_counts")),
+            CodePart(
+                "mean_attention_entropy",
+                "check_mean_attention_entropy",
+                "test_attention_entropy",
+                2,
+                ("manyheads.analysis.heads.mean_attention_entropy", "manyheads.analysis.heads.attention_entropy"),
+                answer_id="attention_entropy",
+                signature="weights",
+            ),
+            CodePart(
+                "offset_attention",
+                "check_offset_attention",
+                "test_offset_attention",
+                2,
+                ("manyheads.analysis.heads.offset_attention",),
+                signature="weights, offset",
+            ),
+            CodePart(
+                "relation_accuracy",
+                "check_relation_accuracy",
+                "test_relation_accuracy",
+                3,
+                ("manyheads.analysis.probing.relation_accuracy", "manyheads.analysis.probing.relation_counts"),
+                signature="weights, arcs",
+            ),
         ),
         (WrittenPart("reading_heads", 2),),
     ),

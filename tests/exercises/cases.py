@@ -1,0 +1,828 @@
+"""What is specific to each exercise, as data: correct alternative answers, the known bugs and how each is caught,
+and the package's own computation of each part. Everything else about an exercise comes from its one description
+(:data:`manyheads.course.exercises.EXERCISES`) and its notebooks.
+
+Every table is keyed by the exercise's stem. Answers are source text, what a student types into an answer cell, so
+the same text feeds the visible checks and hidden tests in this process, the released notebook run with nbclient,
+and real nbgrader. An answer replaces the solution's answer cell of its part; the other parts keep the solution's.
+
+Adding an exercise: its :class:`~manyheads.course.exercises.Exercise` entry, its notebook in solutions/, and its
+entries here (at least one known bug per part); no new test file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+
+import manyheads as mh
+from manyheads.checks.head_size import reference_multi_head_attention
+
+
+@dataclass(frozen=True)
+class Bug:
+    """A known wrong answer to one part, and how it must be caught.
+
+    ``check``: a regular expression that the visible check's ``AssertionError`` message matches, naming the bug;
+    ``None`` when the visible check accepts the answer (only the hidden tests catch it). ``hidden``: what the hidden
+    tests raise on their own (``hidden_error``, ``AssertionError`` unless the answer crashes on a hidden input) and
+    a regular expression for its message. ``also_fails``: the parts whose solution calls this one and so fail too.
+    """
+
+    part: str
+    source: str
+    check: str | None
+    hidden: str
+    hidden_error: type[BaseException] = AssertionError
+    also_fails: tuple[str, ...] = ()
+
+    @property
+    def touches(self) -> frozenset[str]:
+        return frozenset({self.part, *self.also_fails})
+
+    @property
+    def graded_failure(self) -> tuple[str, str]:
+        """(exception name, message pattern) of the graded test cell's error: it runs the visible check first."""
+        if self.check is not None:
+            return "AssertionError", self.check
+        return self.hidden_error.__name__, self.hidden
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# 01_single_head_bottleneck
+
+
+def _sdpa(
+    scores="q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])",
+    mask="scores.masked_fill(~mask, float('-inf'))",
+    dim=-1,
+    result="weights @ v, weights",
+):
+    return f"""
+def scaled_dot_product_attention(q, k, v, mask=None):
+    scores = {scores}
+    if mask is not None:
+        scores = {mask}
+    weights = torch.softmax(scores, dim={dim})
+    return {result}
+"""
+
+
+def _softmax(body: str) -> str:
+    return f"\ndef softmax(scores):\n    return {body}\n"
+
+
+def _entropy(body: str) -> str:
+    return f"\ndef attention_entropy(weights):\n    return {body}\n"
+
+
+EX1 = {
+    "right": {
+        "einsum": {
+            "softmax": _softmax("torch.exp(scores - torch.logsumexp(scores, dim=-1, keepdim=True))"),
+            "scaled_dot_product_attention": """
+def scaled_dot_product_attention(q, k, v, mask=None):
+    scores = torch.einsum("...qd,...kd->...qk", q, k) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    return torch.einsum("...qk,...kd->...qd", weights, v), weights
+""",
+            "attention_entropy": """
+def attention_entropy(weights):
+    terms = torch.where(weights > 0, weights * torch.log(weights), torch.zeros_like(weights))
+    return -terms.sum(dim=-1)
+""",
+        },
+        "float64_manual": {
+            "scaled_dot_product_attention": """
+def scaled_dot_product_attention(q, k, v, mask=None):
+    dtype = q.dtype
+    q, k, v = q.double(), k.double(), v.double()
+    scores = torch.matmul(q, k.transpose(-2, -1)) / q.shape[-1] ** 0.5
+    if mask is not None:
+        scores = torch.where(mask, scores, torch.tensor(float("-inf"), dtype=scores.dtype))
+    scores = scores - scores.amax(dim=-1, keepdim=True)
+    weights = scores.exp()
+    weights = weights / weights.sum(dim=-1, keepdim=True)
+    return (weights @ v).to(dtype), weights.to(dtype)
+"""
+        },
+        "big_negative": {
+            "scaled_dot_product_attention": """
+import torch.nn.functional as F
+
+def scaled_dot_product_attention(q, k, v, mask=None):
+    scores = torch.matmul(q, k.transpose(-1, -2)) * q.size(-1) ** -0.5
+    if mask is not None:
+        scores = scores.masked_fill(mask.logical_not(), -1e9)
+    weights = F.softmax(scores, dim=-1)
+    return torch.matmul(weights, v), weights
+"""
+        },
+        "torch_softmax": {"scaled_dot_product_attention": _sdpa()},
+    },
+    "bugs": {
+        "softmax returns None": Bug(
+            "softmax",
+            _softmax("None"),
+            check="should be a torch.Tensor",
+            hidden="should return a torch.Tensor",
+            also_fails=("scaled_dot_product_attention",),
+        ),
+        "softmax without the max subtraction": Bug(
+            "softmax",
+            "\ndef softmax(scores):\n    e = torch.exp(scores)\n    return e / e.sum(dim=-1, keepdim=True)\n",
+            check="Subtract each row's maximum",
+            hidden="wrong softmax for float32 scores of shape \\(2, 5\\)",
+        ),
+        "softmax over the wrong axis": Bug(
+            "softmax",
+            _softmax("torch.softmax(scores, dim=-2)"),
+            check="columns sum to 1",
+            hidden="Dimension out of range",
+            hidden_error=IndexError,  # on 1-D scores
+            also_fails=("scaled_dot_product_attention",),
+        ),
+        "softmax not normalised": Bug(
+            "softmax",
+            _softmax("(scores - scores.max(dim=-1, keepdim=True).values).exp()"),
+            check="each row should sum to 1",
+            hidden="wrong softmax",
+            also_fails=("scaled_dot_product_attention",),
+        ),
+        "softmax reduces the axis": Bug(
+            "softmax",
+            _softmax("scores.exp().sum(dim=-1)"),
+            check="should keep the shape",
+            hidden="shape \\(\\), expected \\(7,\\)",
+            also_fails=("scaled_dot_product_attention",),
+        ),
+        "softmax crashes": Bug(
+            "softmax",
+            _softmax("scores.foo()"),
+            check="raised AttributeError",
+            hidden="no attribute 'foo'",
+            hidden_error=AttributeError,
+            also_fails=("scaled_dot_product_attention",),
+        ),
+        "softmax in float32 inside": Bug(
+            "softmax",
+            _softmax("torch.softmax(scores.float(), dim=-1)"),
+            check=None,
+            hidden="wrong softmax for float64 scores",
+            also_fails=("scaled_dot_product_attention",),
+        ),  # float weights @ double v
+        "attention without 1/sqrt(d_k)": Bug(
+            "scaled_dot_product_attention",
+            _sdpa(scores="q @ k.transpose(-2, -1)"),
+            check="divide the scores by √d_k",
+            hidden="weights for .* differs from the reference",
+        ),
+        "attention divides by d_k": Bug(
+            "scaled_dot_product_attention",
+            _sdpa(scores="q @ k.transpose(-2, -1) / q.shape[-1]"),
+            check="not d_k",
+            hidden="weights for .* differs from the reference",
+        ),
+        "softmax over the queries": Bug(
+            "scaled_dot_product_attention",
+            _sdpa(dim=-2),
+            check="softmax runs over the wrong axis",
+            hidden="weights for .* differs from the reference",
+        ),
+        "mask ignored": Bug(
+            "scaled_dot_product_attention",
+            _sdpa(mask="scores"),
+            check="the mask is ignored",
+            hidden="weights for .* mask \\(7, 4\\) differs from the reference",
+        ),
+        "mask inverted": Bug(
+            "scaled_dot_product_attention",
+            _sdpa(mask="scores.masked_fill(mask, float('-inf'))"),
+            check="the mask is inverted",
+            hidden="weights for .* mask \\(7, 4\\) differs from the reference",
+        ),
+        "weights transposed": Bug(
+            "scaled_dot_product_attention",
+            _sdpa(result="weights @ v, weights.transpose(-2, -1)"),
+            check=r"should be \(2, 3, 5\).*did you transpose\?",
+            hidden=r"weights for .* has shape \(2, 5, 3\), expected \(2, 3, 5\)",
+        ),
+        "k.T on 3-D inputs": Bug(
+            "scaled_dot_product_attention",
+            # the classic `k.T` reverses every axis (spelled out: torch deprecates .T on 3-D)
+            _sdpa(scores="q @ k.permute(*reversed(range(k.dim()))) / math.sqrt(q.shape[-1])"),
+            check="raised RuntimeError on q",
+            hidden="size mismatch|must match|cannot be multiplied",
+            hidden_error=RuntimeError,
+        ),
+        "transpose(1, 2) instead of the last two axes": Bug(
+            "scaled_dot_product_attention",
+            _sdpa(scores="q @ k.transpose(1, 2) / math.sqrt(q.shape[-1])"),
+            check="4-D inputs",
+            hidden="Dimension out of range",
+            hidden_error=IndexError,
+        ),
+        "returns the output only": Bug(
+            "scaled_dot_product_attention",
+            _sdpa(result="weights @ v"),
+            check="should return a tuple",
+            hidden="must return \\(output, weights\\)",
+        ),
+        "entropy with 0 log 0 = nan": Bug(
+            "attention_entropy",
+            _entropy("-(weights * weights.log()).sum(dim=-1)"),
+            check="0 · log 0",
+            hidden="entropy nan instead of",
+        ),
+        "entropy without the minus sign": Bug(
+            "attention_entropy",
+            _entropy("torch.special.xlogy(weights, weights).sum(dim=-1)"),
+            check="minus sign",
+            hidden="entropy -[0-9.]+ instead of [0-9]",
+        ),
+        "entropy in bits": Bug(
+            "attention_entropy",
+            _entropy("-torch.special.xlogy(weights, weights).sum(dim=-1) / math.log(2)"),
+            check="natural logarithm",
+            hidden="entropy [0-9.]+ instead of",
+        ),
+        "entropy sums everything": Bug(
+            "attention_entropy",
+            _entropy("-torch.special.xlogy(weights, weights).sum()"),
+            check=r"one number per query, \(2, 3\)",
+            hidden=r"shape \(\), expected \(2, 3, 4\)",
+        ),
+    },
+    # Several answers in one submission: a correct part keeps its points when another part is wrong.
+    "mixed": {
+        "float64_manual with two wrong parts": (
+            "float64_manual",
+            "softmax without the max subtraction",
+            "entropy with 0 log 0 = nan",
+        ),
+        "big_negative with entropy in bits": ("big_negative", "entropy in bits"),
+    },
+}
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# 02_subspaces
+
+
+def _scores(scale="math.sqrt(d_head)", reshape="ok", swap=False):
+    split = (
+        "(x @ {w}).reshape(batch, seq, n_heads, d_head).transpose(1, 2)"
+        if reshape == "ok"
+        else "(x @ {w}).reshape(batch, n_heads, seq, d_head)"
+    )
+    first, second = ("k", "q") if swap else ("q", "k")
+    return f"""
+def head_scores(x, w_q, w_k, n_heads):
+    batch, seq, d_model = x.shape
+    d_head = d_model // n_heads
+    q = {split.format(w="w_q")}
+    k = {split.format(w="w_k")}
+    return {first} @ {second}.transpose(-2, -1) / {scale}
+"""
+
+
+def _angles(orthonormalise=True, post="torch.arccos(cosines)"):
+    prep = (
+        "qa, qb = torch.linalg.qr(a)[0], torch.linalg.qr(b)[0]"
+        if orthonormalise
+        else "qa, qb = a / a.norm(dim=0), b / b.norm(dim=0)"
+    )
+    return f"""
+def principal_angles(a, b):
+    {prep}
+    cosines = torch.linalg.svdvals(qa.T @ qb).clamp(-1.0, 1.0)
+    return {post}
+"""
+
+
+_HIDDEN_QK = "qk_circuits for d_model=12, n_heads=3 differs from the reference"
+_HIDDEN_SCORES = "head_scores for x \\(3, 4, 12\\), n_heads=3 differs from the reference"
+
+EX2 = {
+    "right": {
+        "loops": {
+            "qk_circuits": """
+def qk_circuits(w_q, w_k, n_heads):
+    d_head = w_q.shape[1] // n_heads
+    return torch.stack([w_q[:, h * d_head:(h + 1) * d_head] @ w_k[:, h * d_head:(h + 1) * d_head].T
+                        for h in range(n_heads)])
+""",
+            "head_scores": """
+def head_scores(x, w_q, w_k, n_heads):
+    d_head = x.shape[-1] // n_heads
+    circuits = qk_circuits(w_q, w_k, n_heads)
+    return torch.einsum("bid,hde,bje->bhij", x, circuits, x) / d_head ** 0.5
+""",
+            "principal_angles": """
+import numpy as np
+
+def principal_angles(a, b):
+    qa, _ = np.linalg.qr(a.detach().double().numpy())
+    qb, _ = np.linalg.qr(b.detach().double().numpy())
+    s = np.linalg.svd(qa.T @ qb, compute_uv=False)
+    return torch.from_numpy(np.sort(np.arccos(np.clip(s, -1, 1))))
+""",
+        },
+        "einsum": {
+            "qk_circuits": """
+def qk_circuits(w_q, w_k, n_heads):
+    q = torch.stack(torch.chunk(w_q, n_heads, dim=1))
+    k = torch.stack(torch.chunk(w_k, n_heads, dim=1))
+    return torch.einsum("hde,hfe->hdf", q, k)
+""",
+            "head_scores": """
+def head_scores(x, w_q, w_k, n_heads):
+    b, s, d = x.shape
+    q = (x @ w_q).view(b, s, n_heads, d // n_heads)
+    k = (x @ w_k).view(b, s, n_heads, d // n_heads)
+    return torch.einsum("bqhe,bkhe->bhqk", q, k) / math.sqrt(d // n_heads)
+""",
+            "principal_angles": """
+def principal_angles(a, b):
+    ua = torch.linalg.svd(a, full_matrices=False)[0]
+    ub = torch.linalg.svd(b, full_matrices=False)[0]
+    cos = torch.linalg.svd(ua.T @ ub)[1]
+    return torch.acos(torch.clamp(cos, max=1.0)).sort().values
+""",
+        },
+    },
+    "bugs": {
+        "circuits from the rows": Bug(
+            "qk_circuits",
+            """
+def qk_circuits(w_q, w_k, n_heads):
+    d_head = w_q.shape[0] // n_heads
+    return torch.stack([w_q[h * d_head:(h + 1) * d_head].T @ w_k[h * d_head:(h + 1) * d_head]
+                        for h in range(n_heads)])
+""",
+            check="columns",
+            hidden=_HIDDEN_QK,
+        ),
+        "circuits transposed": Bug(
+            "qk_circuits",
+            """
+def qk_circuits(w_q, w_k, n_heads):
+    d_head = w_q.shape[1] // n_heads
+    return torch.stack([w_k[:, h * d_head:(h + 1) * d_head] @ w_q[:, h * d_head:(h + 1) * d_head].T
+                        for h in range(n_heads)])
+""",
+            check="transposed",
+            hidden=_HIDDEN_QK,
+        ),
+        "circuits not split": Bug(
+            "qk_circuits",
+            """
+def qk_circuits(w_q, w_k, n_heads):
+    return (w_q @ w_k.T).expand(n_heads, -1, -1)
+""",
+            check="full w_q @ w_k",
+            hidden=_HIDDEN_QK,
+        ),
+        "circuits from a bad reshape": Bug(
+            "qk_circuits",
+            """
+def qk_circuits(w_q, w_k, n_heads):
+    d_model = w_q.shape[0]
+    q = w_q.reshape(n_heads, d_model, d_model // n_heads)
+    k = w_k.reshape(n_heads, d_model, d_model // n_heads)
+    return q @ k.transpose(-2, -1)
+""",
+            check="differs from",
+            hidden=_HIDDEN_QK,
+        ),
+        "scores unscaled": Bug("head_scores", _scores(scale="1"), check="not scaled", hidden=_HIDDEN_SCORES),
+        "scores scaled by sqrt(d_model)": Bug(
+            "head_scores", _scores(scale="math.sqrt(d_model)"), check="√d_model", hidden=_HIDDEN_SCORES
+        ),
+        "queries and keys swapped": Bug("head_scores", _scores(swap=True), check="swapped", hidden=_HIDDEN_SCORES),
+        "heads split without transpose": Bug(
+            "head_scores", _scores(reshape="bad"), check="transpose", hidden=_HIDDEN_SCORES
+        ),
+        "angles without orthonormal bases": Bug(
+            "principal_angles",
+            _angles(orthonormalise=False),
+            check="orthonormalise",
+            hidden="subspaces of R\\^7 .*: got",
+        ),
+        "angles in degrees": Bug(
+            "principal_angles",
+            _angles(post="torch.rad2deg(torch.arccos(cosines))"),
+            check="degrees",
+            hidden="subspaces of R\\^7 .*: got",
+        ),
+        "cosines instead of angles": Bug(
+            "principal_angles", _angles(post="cosines"), check="cosines", hidden="subspaces of R\\^7 .*: got"
+        ),
+        "angles descending": Bug(
+            "principal_angles",
+            _angles(post="torch.arccos(cosines).flip(0)"),
+            check="ascending",
+            hidden="subspaces of R\\^7 .*: got",
+        ),
+    },
+    "mixed": {},
+}
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# 03_head_size
+
+
+def _mha(
+    split="x.reshape(b, s, n_heads, d // n_heads).transpose(1, 2)",
+    scale="math.sqrt(d // n_heads)",
+    dim=-1,
+    project="merged @ w_o",
+):
+    return f"""
+def multi_head_attention(x, w_q, w_k, w_v, w_o, n_heads, mask=None):
+    b, s, d = x.shape
+    def split(x):
+        return {split}
+    q, k, v = split(x @ w_q), split(x @ w_k), split(x @ w_v)
+    scores = q @ k.transpose(-2, -1) / {scale}
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim={dim})
+    merged = (weights @ v).transpose(1, 2).reshape(b, s, d)
+    return {project}, weights
+"""
+
+
+_HIDDEN_MHA = "weights for x \\(2, 5, 12\\), 3 heads, mask None differs from the reference"
+
+EX3 = {
+    "right": {
+        "alternatives": {
+            "head_dim": """
+def head_dim(d_model, n_heads):
+    if type(d_model) is not int or type(n_heads) is not int or min(d_model, n_heads) < 1:  # bool is not an int here
+        raise ValueError("both must be positive integers")
+    d_head, rest = divmod(d_model, n_heads)
+    if rest:
+        raise ValueError(f"{n_heads} heads do not divide {d_model}")
+    return d_head
+""",
+            "split_heads": """
+def split_heads(x, n_heads):
+    return torch.stack(torch.chunk(x, n_heads, dim=-1), dim=1)
+""",
+            "merge_heads": """
+def merge_heads(x):
+    return torch.cat([x[:, i] for i in range(x.shape[1])], dim=-1)
+""",
+            "mha_param_count": """
+def mha_param_count(d_model, n_heads, bias=True):
+    d_head = d_model / n_heads
+    return 4.0 * n_heads * d_head * d_model + (4 * d_model if bias else 0)
+""",
+            "multi_head_attention": """
+def multi_head_attention(x, w_q, w_k, w_v, w_o, n_heads, mask=None):
+    b, s, d = x.shape
+    dh = d // n_heads
+    q = torch.einsum("bsd,de->bse", x, w_q).view(b, s, n_heads, dh)
+    k = torch.einsum("bsd,de->bse", x, w_k).view(b, s, n_heads, dh)
+    v = torch.einsum("bsd,de->bse", x, w_v).view(b, s, n_heads, dh)
+    scores = torch.einsum("bqhe,bkhe->bhqk", q, k) * dh ** -0.5
+    if mask is not None:
+        scores = scores.masked_fill(mask.logical_not(), -1e9)
+    weights = scores.softmax(dim=-1)
+    heads = torch.einsum("bhqk,bkhe->bqhe", weights, v).reshape(b, s, d)
+    return heads @ w_o, weights
+""",
+        },
+        # A loop over heads, written without the student's split_heads and merge_heads.
+        "loop": {
+            "multi_head_attention": """
+def multi_head_attention(x, w_q, w_k, w_v, w_o, n_heads, mask=None):
+    d_head = x.shape[-1] // n_heads
+    outputs, patterns = [], []
+    for i in range(n_heads):
+        cols = slice(i * d_head, (i + 1) * d_head)
+        q, k, v = x @ w_q[:, cols], x @ w_k[:, cols], x @ w_v[:, cols]
+        scores = q @ k.transpose(-2, -1) / math.sqrt(d_head)
+        if mask is not None:
+            m = torch.broadcast_to(mask, (x.shape[0], n_heads, x.shape[1], x.shape[1]))[:, i]
+            scores = torch.where(m, scores, torch.tensor(float("-inf"), dtype=scores.dtype))
+        w = torch.softmax(scores, dim=-1)
+        patterns.append(w)
+        outputs.append(w @ v)
+    return torch.cat(outputs, dim=-1) @ w_o, torch.stack(patterns, dim=1)
+"""
+        },
+    },
+    "bugs": {
+        # The solution's multi_head_attention calls the student's split_heads and merge_heads: their bugs cost it too.
+        "split without transpose": Bug(
+            "split_heads",
+            """
+def split_heads(x, n_heads):
+    b, s, d = x.shape
+    return x.reshape(b, n_heads, s, d // n_heads)
+""",
+            check="mixes positions between heads",
+            hidden="wrong features in the heads",
+            also_fails=("multi_head_attention",),
+        ),
+        "split the sequence axis": Bug(
+            "split_heads",
+            """
+def split_heads(x, n_heads):
+    return torch.stack(torch.chunk(x, n_heads, dim=1), dim=1)
+""",
+            check="splits the positions",
+            hidden="stack expects each tensor to be equal size",  # 7 positions do not split into 4
+            hidden_error=RuntimeError,
+            also_fails=("multi_head_attention",),
+        ),
+        "merge without transpose": Bug(
+            "merge_heads",
+            """
+def merge_heads(x):
+    b, h, s, d = x.shape
+    return x.reshape(b, s, h * d)
+""",
+            check="move the head axis",
+            hidden="wrong order of features",
+            also_fails=("multi_head_attention",),
+        ),
+        "no divisibility check": Bug(
+            "head_dim",
+            """
+def head_dim(d_model, n_heads):
+    return d_model // n_heads
+""",
+            check="should raise ValueError",
+            hidden=r"head_dim\(12, 5\) returned 2, expected a ValueError",
+        ),
+        "only the divisibility check": Bug(
+            "head_dim",
+            """
+def head_dim(d_model, n_heads):
+    if d_model % n_heads:
+        raise ValueError("does not divide")
+    return d_model // n_heads
+""",
+            check="d_model = 0 is not positive",
+            hidden=r"head_dim\(0, 4\) returned 0, expected a ValueError",
+        ),
+        "parameters without W_o": Bug(
+            "mha_param_count",
+            """
+def mha_param_count(d_model, n_heads, bias=True):
+    return 3 * d_model * d_model + (3 * d_model if bias else 0)
+""",
+            check="output projection W_o",
+            hidden=r"mha_param_count\(768, 12, bias=True\) = 1771776, expected 2362368",
+        ),
+        "parameters of full-width heads": Bug(
+            "mha_param_count",
+            """
+def mha_param_count(d_model, n_heads, bias=True):
+    return n_heads * 4 * d_model * d_model + (4 * d_model if bias else 0)
+""",
+            check=r"mha_param_count\(512, 8\) returned \d+, expected \d+",
+            hidden=r"mha_param_count\(768, 12, bias=True\) = \d+, expected",
+        ),
+        "attention heads split without transpose": Bug(
+            "multi_head_attention",
+            _mha(split="x.reshape(b, n_heads, s, d // n_heads)"),
+            check="how the heads are split",
+            hidden=_HIDDEN_MHA,
+        ),
+        "attention without 1/sqrt(d_head)": Bug(
+            "multi_head_attention", _mha(scale="1"), check="divide by √d_head", hidden=_HIDDEN_MHA
+        ),
+        "attention scaled by sqrt(d_model)": Bug(
+            "multi_head_attention", _mha(scale="math.sqrt(d)"), check="√d_model", hidden=_HIDDEN_MHA
+        ),
+        "attention softmax over the queries": Bug(
+            "multi_head_attention", _mha(dim=-2), check="softmax over the keys", hidden=_HIDDEN_MHA
+        ),
+        "attention without w_o": Bug(
+            "multi_head_attention",
+            _mha(project="merged"),
+            check="apply the output projection w_o",
+            hidden="output for x \\(2, 5, 12\\), 3 heads, mask None differs from the reference",
+        ),
+    },
+    "mixed": {
+        # A correct part 5 written without the helpers keeps its points when a helper is wrong.
+        "wrong split, attention as a loop": ("loop", "split without transpose"),
+    },
+    # Exercise-specific text the notebook must keep: {grade_id of a written answer: what its prompt cell mentions}.
+    "written_prompts": {"more_heads_cost": "1024"},  # the design card's d_k example
+}
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# 04_specialization
+
+EX4 = {
+    "right": {
+        "alternatives": {
+            "mean_attention_entropy": """
+def mean_attention_entropy(weights):
+    terms = torch.where(weights > 0, weights * torch.log(weights.clamp_min(1e-300)), torch.zeros_like(weights))
+    return -terms.sum(-1).sum(-1) / weights.shape[-2]
+""",
+            "offset_attention": """
+def offset_attention(weights, offset):
+    seq_q, seq_k = weights.shape[-2:]
+    valid = [i for i in range(seq_q) if 0 <= i + offset < seq_k]
+    return sum(weights[..., i, i + offset] for i in valid) / len(valid)
+""",
+            "relation_accuracy": """
+def relation_accuracy(weights, arcs):
+    n_layers, n_heads, seq, _ = weights.shape
+    out = torch.zeros(n_layers, n_heads)
+    for l in range(n_layers):
+        for h in range(n_heads):
+            hits = 0
+            for d, g in arcs:
+                row = weights[l, h, d].clone()
+                row[d] = -1.0
+                hits += int(row.argmax()) == g
+            out[l, h] = hits / len(arcs)
+    return out
+""",
+        },
+    },
+    "bugs": {
+        "entropy summed over the queries": Bug(
+            "mean_attention_entropy",
+            """
+def mean_attention_entropy(weights):
+    return -torch.special.xlogy(weights, weights).sum(dim=-1).sum(dim=-1)
+""",
+            check="summed over the query rows",
+            hidden="entropy [0-9.]+, expected [0-9.]+",
+        ),
+        "entropy with 0 log 0 = nan": Bug(
+            "mean_attention_entropy",
+            """
+def mean_attention_entropy(weights):
+    return -(weights * weights.log()).sum(dim=-1).mean(dim=-1)
+""",
+            check="NaN for weights containing zeros",
+            hidden="entropy nan, expected",
+        ),
+        "offset counting off-edge queries as zeros": Bug(
+            "offset_attention",
+            """
+def offset_attention(weights, offset):
+    return torch.diagonal(weights, offset=offset, dim1=-2, dim2=-1).sum(dim=-1) / weights.shape[-2]
+""",
+            check="average only over queries i with 0 ≤ i \\+ offset < seq_k",
+            hidden=r"offset -1 on shape \(2, 3, 6, 9\): got",
+        ),
+        "offset with the wrong sign": Bug(
+            "offset_attention",
+            """
+def offset_attention(weights, offset):
+    return torch.diagonal(weights, offset=-offset, dim1=-2, dim2=-1).mean(dim=-1)
+""",
+            check="offset −1 means the previous token",
+            hidden=r"offset -1 on shape \(2, 3, 6, 9\): got",
+        ),
+        "relation keeps the word itself": Bug(
+            "relation_accuracy",
+            """
+def relation_accuracy(weights, arcs):
+    d = torch.tensor([a for a, _ in arcs]); h = torch.tensor([b for _, b in arcs])
+    return (weights.argmax(dim=-1)[..., d] == h).float().mean(dim=-1)
+""",
+            check="exclude the dependent itself",
+            hidden="accuracy [0-9.]+, expected [0-9.]+",
+        ),
+        "relation counts instead of fractions": Bug(
+            "relation_accuracy",
+            """
+def relation_accuracy(weights, arcs):
+    eye = torch.eye(weights.shape[-1], dtype=torch.bool)
+    pred = weights.masked_fill(eye, float("-inf")).argmax(dim=-1)
+    d = torch.tensor([a for a, _ in arcs]); h = torch.tensor([b for _, b in arcs])
+    return (pred[..., d] == h).float().sum(dim=-1)
+""",
+            check=r"expected \[\[1.0, 0.0\]\]",
+            hidden="accuracy [0-9.]+, expected [0-9.]+",
+        ),
+    },
+    "mixed": {},
+}
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# The package's own computation of each part, adapted to the student's signature (where the package's differs).
+# Each must pass the part's visible check and hidden tests: the exercise's solution and the package the chapters
+# use agree on the contract.
+
+
+def _qk_circuits(w_q, w_k, n_heads):
+    split = lambda w: w.reshape(w.shape[0], n_heads, -1).permute(1, 0, 2)  # noqa: E731
+    return mh.analysis.circuits.qk_circuit(split(w_q), split(w_k))
+
+
+def _module(d_model: int, n_heads: int, weights, dtype) -> mh.MultiHeadAttention:
+    """A bias-free MultiHeadAttention whose projections are ``x @ w`` (nn.Linear stores w transposed)."""
+    mha = mh.MultiHeadAttention(d_model, n_heads, bias=False).to(dtype)
+    with torch.no_grad():
+        for layer, w in zip((mha.W_q, mha.W_k, mha.W_v, mha.W_o), weights):
+            layer.weight.copy_(w.T)
+    return mha
+
+
+def _head_scores(x, w_q, w_k, n_heads):
+    mha = _module(x.shape[-1], n_heads, (w_q, w_k), x.dtype)
+    return torch.stack([mh.analysis.circuits.pair_scores(mha, row) for row in x])
+
+
+def _multi_head_attention(x, w_q, w_k, w_v, w_o, n_heads, mask=None):
+    if mask is not None:  # the exercise broadcasts a mask against (batch, n_heads, seq, seq): make that explicit
+        mask = torch.broadcast_to(mask, (x.shape[0], n_heads, x.shape[1], x.shape[1]))
+    with torch.no_grad():
+        return _module(x.shape[-1], n_heads, (w_q, w_k, w_v, w_o), x.dtype)(x, mask=mask)
+
+
+PACKAGE: dict[str, dict[str, tuple[str, Callable]]] = {  # stem → {what: (part, function)}
+    "01_single_head_bottleneck": {
+        "scaled_dot_product_attention": ("scaled_dot_product_attention", mh.attention.scaled_dot_product_attention),
+        "analysis.heads.attention_entropy": ("attention_entropy", mh.analysis.heads.attention_entropy),
+    },
+    "02_subspaces": {
+        "analysis.circuits.qk_circuit per head": ("qk_circuits", _qk_circuits),
+        "analysis.circuits.pair_scores of MultiHeadAttention": ("head_scores", _head_scores),
+        "analysis.circuits.principal_angles": ("principal_angles", mh.analysis.circuits.principal_angles),
+    },
+    "03_head_size": {
+        "costs.head_dim": ("head_dim", mh.costs.head_dim),
+        "attention.split_heads": ("split_heads", mh.attention.split_heads),
+        "attention.merge_heads": ("merge_heads", mh.attention.merge_heads),
+        "costs.mha_param_count": ("mha_param_count", mh.costs.mha_param_count),
+        "MultiHeadAttention": ("multi_head_attention", _multi_head_attention),
+        "checks.head_size.reference_multi_head_attention": ("multi_head_attention", reference_multi_head_attention),
+    },
+    "04_specialization": {
+        "analysis.heads.mean_attention_entropy": ("mean_attention_entropy", mh.analysis.heads.mean_attention_entropy),
+        "analysis.heads.offset_attention": ("offset_attention", mh.analysis.heads.offset_attention),
+        "analysis.probing.relation_accuracy": ("relation_accuracy", mh.analysis.probing.relation_accuracy),
+    },
+}
+
+CASES: dict[str, dict] = {
+    "01_single_head_bottleneck": EX1,
+    "02_subspaces": EX2,
+    "03_head_size": EX3,
+    "04_specialization": EX4,
+}
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# What real nbgrader grades: submissions made from the cases above (each a release answered with the solution, then
+# these answers replacing some parts).
+
+
+@dataclass(frozen=True)
+class Submission:
+    answers: dict[str, str]  # {function: source}
+    bugs: tuple[str, ...]  # the known bugs it contains, by name
+    rights: tuple[str, ...]  # the correct alternatives it contains, by name
+    zero: frozenset[str]  # the parts (functions) that must get no points
+
+
+def _submission(case: dict, rights: tuple[str, ...], bugs: tuple[str, ...]) -> Submission:
+    answers = {f: src for name in rights for f, src in case["right"][name].items()}
+    answered_right = set(answers)
+    for name in bugs:
+        answers[case["bugs"][name].part] = case["bugs"][name].source
+    zero = {case["bugs"][n].part for n in bugs} | {f for n in bugs for f in case["bugs"][n].also_fails} - answered_right
+    return Submission(answers, bugs, rights, frozenset(zero))
+
+
+def submissions(stem: str) -> dict[str, Submission]:
+    """The exercise's nbgrader submissions by student id: each correct alternative on its own, each mixed case, and
+    the known bugs packed into as few submissions as possible, no two of them touching the same part (so each bug's
+    test cell fails for that bug alone)."""
+    case = CASES[stem]
+    packs: list[list[str]] = []
+    for name, bug in case["bugs"].items():
+        pack = next((p for p in packs if not any(case["bugs"][n].touches & bug.touches for n in p)), None)
+        if pack is None:
+            packs.append(pack := [])
+        pack.append(name)
+    found = {f"right{i}": _submission(case, (name,), ()) for i, name in enumerate(case["right"], 1)}
+    for i, names in enumerate(case["mixed"].values(), 1):
+        found[f"mixed{i}"] = _submission(
+            case, tuple(n for n in names if n in case["right"]), tuple(n for n in names if n in case["bugs"])
+        )
+    found.update({f"bugs{i}": _submission(case, (), tuple(p)) for i, p in enumerate(packs, 1)})
+    return found

@@ -1,0 +1,131 @@
+"""Each exercise's description (manyheads.course.exercises) against the package and its notebooks: the anatomy
+and contract of every part, read from the notebooks rather than written here (fast, no nbgrader)."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import re
+
+import cases
+import pytest
+from helpers.nbgrader_course import IMPORTS_CELL, cells_by_id, grade_id, read
+
+import manyheads as mh
+from manyheads.course.exercises import EXERCISES, CodePart, Exercise
+from manyheads.course.layout import REPO
+
+PARTS = [(e, p) for e in EXERCISES for p in e.code_parts]
+
+
+def _ids(value) -> str:
+    return value.stem if isinstance(value, Exercise) else value.function if isinstance(value, CodePart) else str(value)
+
+
+def _resolve(dotted: str):
+    """The object a dotted path names: the longest importable module prefix, then attributes."""
+    parts = dotted.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            found = importlib.import_module(".".join(parts[:cut]))
+        except ModuleNotFoundError:
+            continue
+        for attribute in parts[cut:]:
+            found = getattr(found, attribute)
+        return found
+    raise ModuleNotFoundError(dotted)
+
+
+def _description_cells(exercise: Exercise) -> dict[str, int | None]:
+    """{grade_id: points} of every nbgrader cell the description names (None: cells that give no points)."""
+    cells: dict[str, int | None] = {IMPORTS_CELL: None}
+    for part in exercise.code_parts:
+        cells.update({part.answer_id: None, part.check_id: None, part.test_id: part.points})
+    cells.update({w.grade_id: w.points for w in exercise.written_parts})
+    return cells
+
+
+def test_the_descriptions_are_the_assignments_and_have_cases():
+    assert [e.stem for e in EXERCISES] == REPO.assignments()
+    assert set(cases.CASES) == set(cases.PACKAGE) == {e.stem for e in EXERCISES}
+
+
+@pytest.mark.parametrize("exercise, part", PARTS, ids=_ids)
+def test_computed_by_names_real_package_functions_and_check_exists(exercise, part):
+    for dotted in part.computed_by:
+        assert dotted.startswith("manyheads."), dotted
+        found = _resolve(dotted)
+        assert inspect.isclass(found) or inspect.isfunction(found), f"{dotted} is a {type(found).__name__}"
+    assert callable(getattr(mh.checks, part.check, None)), f"mh.checks.{part.check} does not exist"
+
+
+@pytest.mark.parametrize("exercise", EXERCISES, ids=_ids)
+def test_description_names_every_graded_cell_with_its_points(exercise):
+    cells = cells_by_id(read(REPO.solution(exercise.stem)))
+    described = _description_cells(exercise)
+    assert set(cells) == set(described), "grade_ids in the notebook vs in the description"
+    in_notebook = {g: c.metadata["nbgrader"].get("points") for g, c in cells.items()}
+    assert {g: in_notebook[g] for g, p in described.items() if p is not None} == {
+        g: p for g, p in described.items() if p is not None
+    }
+    graded = {g for g, c in cells.items() if c.metadata["nbgrader"].get("grade")}
+    assert graded == {g for g, p in described.items() if p is not None}, "cells that give points"
+    assert exercise.points == sum(in_notebook[g] for g in graded)
+
+
+@pytest.mark.parametrize("exercise", EXERCISES, ids=_ids)
+def test_cases_cover_every_part(exercise):
+    """Every part has at least one known bug; every case answers a part that exists."""
+    case, functions = cases.CASES[exercise.stem], {p.function for p in exercise.code_parts}
+    assert {bug.part for bug in case["bugs"].values()} == functions
+    for bug in case["bugs"].values():
+        assert bug.also_fails == tuple(f for f in bug.also_fails if f in functions and f != bug.part)
+    for answers in case["right"].values():
+        assert set(answers) <= functions
+    assert {part for part, _ in cases.PACKAGE[exercise.stem].values()} <= functions
+    for names in case["mixed"].values():
+        assert set(names) <= set(case["right"]) | set(case["bugs"])
+
+
+@pytest.mark.parametrize("exercise, part", PARTS, ids=_ids)
+def test_part_anatomy(exercise, part):
+    """Answer cell (the contract's def line), its visible check through the stable path mh.checks, then the locked
+    graded test cell: a docstring naming the part and its points, the visible check again, then hidden tests."""
+    number = exercise.code_parts.index(part) + 1
+    for path in (REPO.solution(exercise.stem), REPO.release(exercise.stem)):
+        nb = read(path)
+        order = [grade_id(c) for c in nb.cells]
+        i = order.index(part.answer_id)
+        answer, check, test = nb.cells[i : i + 3]
+        assert order[i : i + 3] == [part.answer_id, part.check_id, part.test_id], order[i : i + 3]
+        meta = answer.metadata["nbgrader"]
+        assert meta["solution"] and not meta["grade"] and not meta["locked"]
+        assert answer.source.startswith(part.def_line), f"{path.name}: {answer.source.splitlines()[0]!r}"
+        call = f"mh.checks.{part.check}({part.function})"
+        assert check.metadata["nbgrader"]["locked"] and call in check.source
+        meta = test.metadata["nbgrader"]
+        assert meta["grade"] and meta["locked"] and not meta["solution"] and meta["points"] == part.points
+        points = f"{part.points} point{'s' if part.points != 1 else ''}"
+        assert re.match(rf'"""Part {number} \({points}\): ', test.source), test.source.splitlines()[0]
+        assert call in test.source
+        header = nb.cells[i - 1].source
+        assert "<details>" in header and "difficulty" in header and "minutes" in header
+    assert "### BEGIN HIDDEN TESTS" in cells_by_id(read(REPO.solution(exercise.stem)))[part.test_id].source
+
+
+@pytest.mark.parametrize("exercise", EXERCISES, ids=_ids)
+def test_written_answers_and_imports(exercise):
+    nb = read(REPO.solution(exercise.stem))
+    cells = cells_by_id(nb)
+    assert exercise.written_parts, "every assignment has a manually graded written answer"
+    for written in exercise.written_parts:
+        cell = cells[written.grade_id]
+        meta = cell.metadata["nbgrader"]
+        assert cell.cell_type == "markdown" and meta["grade"] and meta["solution"] and meta["points"] == written.points
+        prompt = nb.cells[nb.cells.index(cell) - 1].source
+        mentions = cases.CASES[exercise.stem].get("written_prompts", {}).get(written.grade_id)
+        assert mentions is None or mentions in prompt
+    imports = cells[IMPORTS_CELL]
+    assert imports.metadata["nbgrader"]["locked"] and not imports.metadata["nbgrader"]["grade"]
+    for line in ("import math", "import torch", "import manyheads as mh"):
+        assert line in imports.source.splitlines()

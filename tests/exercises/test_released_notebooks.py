@@ -1,0 +1,70 @@
+"""The released student notebooks (exercises/NN/NN.ipynb, what students download) run top to bottom against the
+package, with nbclient, as a student runs them (slow): answered with the solution, every visible check passes and
+nothing fails; left blank, the only error is the stubs' NotImplementedError, in every check and test cell. This
+catches a release that calls a check or package name that no longer exists, which no nbgrader run of the source
+would see."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+
+import nbformat
+import pytest
+from helpers.nbgrader_course import answered_release, grade_id, read, student_namespace
+from nbclient import NotebookClient
+
+import manyheads as mh
+from manyheads.course.exercises import EXERCISES, Exercise
+from manyheads.course.layout import REPO
+
+pytestmark = pytest.mark.slow
+
+
+def _execute(exercise: Exercise, nb: nbformat.NotebookNode, allow_errors: bool) -> nbformat.NotebookNode:
+    path = REPO.release(exercise.stem)
+    NotebookClient(
+        nb,
+        timeout=300,
+        kernel_name="python3",
+        allow_errors=allow_errors,
+        resources={"metadata": {"path": str(path.parent)}},
+    ).execute()
+    return nb
+
+
+def _printed(cell) -> str:
+    return "".join(out.get("text", "") for out in cell.outputs if out.output_type == "stream")
+
+
+def _errors(nb: nbformat.NotebookNode) -> list[tuple[str, str]]:
+    return [
+        (grade_id(cell) or str(i), out.ename)
+        for i, cell in enumerate(nb.cells)
+        if cell.cell_type == "code"
+        for out in cell.outputs
+        if out.output_type == "error"
+    ]
+
+
+@pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.stem)
+def test_answered_release_passes_every_visible_check(exercise):
+    nb = _execute(exercise, answered_release(exercise), allow_errors=False)  # raises on the first error
+    assert _errors(nb) == []
+    cells = {grade_id(c): c for c in nb.cells}
+    solution = student_namespace(exercise)
+    for part in exercise.code_parts:
+        with contextlib.redirect_stdout(io.StringIO()) as passed:  # what the check prints for a right answer
+            getattr(mh.checks, part.check)(solution[part.function])
+        assert passed.getvalue().strip()
+        for cell_id in (part.check_id, part.test_id):
+            assert passed.getvalue() in _printed(cells[cell_id]), (cell_id, _printed(cells[cell_id]))
+
+
+@pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.stem)
+def test_blank_release_fails_only_with_not_implemented_error(exercise):
+    nb = _execute(exercise, read(REPO.release(exercise.stem)), allow_errors=True)
+    found = _errors(nb)
+    assert {name for _, name in found} == {"NotImplementedError"}, found
+    # every check and test cell; cells that use the answers afterwards (none graded) raise it too
+    assert {i for p in exercise.code_parts for i in (p.check_id, p.test_id)} <= {cell for cell, _ in found}, found
