@@ -1,57 +1,126 @@
-"""The book builds with no warnings, and its pages work in a real browser with no network.
+"""The book, built once per test run: every chapter executed (once, by the build), no warnings, and pages that work
+in a real browser with no network.
 
-Builds the whole book once (executing the chapters) into a temporary folder, then opens pages in headless Chromium
-from Debian with every host name unresolvable, so any script, style or font fetched from the internet would fail.
+The whole book is built with ``jupyter-book build -W -n --keep-going`` into a temporary folder, which executes every
+chapter through jupyter-cache. The chapter tests read the executed notebooks and run times from that build instead
+of running the chapters again. Everything that needs the build is in this one file: ``make test`` runs the tests
+with ``pytest-xdist --dist loadfile``, which keeps a file on one worker, so the book is built by one worker, once.
+
+The pages are opened in headless Chromium from Debian with every host name unresolvable, so any script, style or
+font fetched from the internet would fail.
 """
+
+from __future__ import annotations
 
 import os
 import re
 import shutil
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
 import pytest
+import yaml
 
 from manyheads.course import hygiene
+from manyheads.course.layout import REPO
 
-ROOT = Path(__file__).resolve().parents[2]
-CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
-EXERCISES = sorted((ROOT / "exercises").glob("*/*.ipynb"))
+CHAPTERS = REPO.chapters()
+EXERCISES = sorted(REPO.exercises_dir.glob("*/*.ipynb"))
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+# Seconds a chapter's cell may run (what the chapters were held to when they were executed on their own).
+CELL_BUDGET = 300
 
 pytestmark = pytest.mark.slow
 
 
+@dataclass(frozen=True)
+class Build:
+    log: str
+    returncode: int
+    build_dir: Path  # <output>/_build
+
+    @property
+    def html(self) -> Path:
+        return self.build_dir / "html"
+
+    def executed(self, chapter: Path) -> Path:
+        """The chapter as the build executed it (myst-nb writes the notebook with its outputs here)."""
+        return self.build_dir / "jupyter_execute" / REPO.CHAPTERS / chapter.name
+
+    def log_about(self, chapter: Path) -> str:
+        lines = [line for line in self.log.splitlines() if chapter.stem in line]
+        return "\n".join(lines[-20:]) + "\n...\n" + self.log[-3000:]
+
+
 @pytest.fixture(scope="module")
-def book(tmp_path_factory):
-    """(build log, html folder) of a fresh build of the book from the working tree."""
-    if not (ROOT / "_vendor").is_dir():
+def book(tmp_path_factory) -> Build:
+    """A fresh build of the book from the working tree (the chapters are executed here, and only here)."""
+    if not (REPO.root / "_vendor").is_dir():
         pytest.fail("_vendor/ is missing: run `make vendor` (part of `make book` and `make test`) first")
     out = tmp_path_factory.mktemp("book")
     jb = Path(sys.executable).with_name("jupyter-book")
     result = subprocess.run(
-        [str(jb), "build", str(ROOT), "--path-output", str(out), "-W", "-n", "--keep-going"],
-        capture_output=True, text=True, timeout=1500,
+        [str(jb), "build", str(REPO.root), "--path-output", str(out), "-W", "-n", "--keep-going"],
+        capture_output=True,
+        text=True,
+        timeout=1500,
     )
-    log = result.stdout + result.stderr
-    assert result.returncode == 0, f"book build failed:\n{log[-6000:]}"
-    return log, out / "_build" / "html"
+    return Build(result.stdout + result.stderr, result.returncode, out / "_build")
 
+
+@pytest.fixture(scope="module")
+def run_times(book) -> dict[str, float]:
+    """{chapter file name: seconds its execution took}, from the build's jupyter-cache."""
+    from jupyter_cache import get_cache
+
+    cache = get_cache(book.build_dir / ".jupyter_cache")
+    return {Path(r.uri).name: r.data.get("execution_seconds") for r in cache.list_cache_records()}
+
+
+def test_build_has_no_warnings(book):
+    # -W turns every Sphinx warning into a failure; with --keep-going it reports "finished with problems".
+    assert book.returncode == 0, f"book build failed:\n{book.log[-6000:]}"
+    assert "build succeeded" in book.log and "finished with problems" not in book.log
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# The chapters, as the build executed them
+
+
+def test_the_build_holds_each_cell_to_the_chapter_budget():
+    execute = yaml.safe_load((REPO.root / "_config.yml").read_text(encoding="utf-8"))["execute"]
+    assert execute["execute_notebooks"] == "cache" and 0 < execute["timeout"] <= CELL_BUDGET
+    assert execute["allow_errors"] is False and execute["raise_on_error"] is True
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
+def test_chapter_executes_without_errors(book, run_times, chapter):
+    """Every code cell ran (in order, once) and none raised; the build recorded how long the chapter took."""
+    executed = book.executed(chapter)
+    assert executed.is_file(), f"the build did not execute {chapter.name}:\n{book.log_about(chapter)}"
+    assert not list(book.html.glob(f"reports/**/{chapter.stem}*.log")), book.log_about(chapter)
+    nb = nbformat.read(executed, as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code" and c.source.strip()]
+    source = [c for c in nbformat.read(chapter, as_version=4).cells if c.cell_type == "code" and c.source.strip()]
+    assert [c.source for c in code] == [c.source for c in source], "the executed notebook is not this chapter"
+    assert [c.execution_count for c in code] == list(range(1, len(code) + 1)), "not every cell ran, in order"
+    errors = [out for c in code for out in c.outputs if out.output_type == "error"]
+    assert not errors, errors
+    assert run_times.get(chapter.name) is not None, f"no run time recorded for {chapter.name}: {run_times}"
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# The pages
 
 # Chapters whose live view (manyheads.viz.live.figure_widget) shows a figure; chapter 3's shows a table.
 FIGURE_WIDGETS = {"01_single_head_bottleneck", "02_subspaces", "04_specialization"}
 
 
-def _html(book, stem_path: str) -> str:
-    return (book[1] / f"{stem_path}.html").read_text(encoding="utf-8")
-
-
-def test_build_has_no_warnings(book):
-    # -W turns every Sphinx warning into a failure; with --keep-going it reports "finished with problems".
-    log, _ = book
-    assert "build succeeded" in log and "finished with problems" not in log
+def _html(book: Build, stem_path: str) -> str:
+    return (book.html / f"{stem_path}.html").read_text(encoding="utf-8")
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
@@ -86,12 +155,11 @@ def test_exercise_pages_are_rendered_but_not_executed(book, exercise):
 
 
 def test_pages_load_no_scripts_or_styles_from_the_internet(book):
-    _, html_dir = book
-    for page in html_dir.rglob("*.html"):
+    for page in book.html.rglob("*.html"):
         text = page.read_text(encoding="utf-8")
         remote = re.findall(r'<(?:script|link)\b[^>]*(?:src|href)="(https?://[^"]+)"', text)
         remote = [r for r in remote if not r.startswith("https://github.com")]  # repository/issue links are <a>-like
-        assert remote == [], f"{page.relative_to(html_dir)} loads {remote}"
+        assert remote == [], f"{page.relative_to(book.html)} loads {remote}"
 
 
 def _chromium(*args: str, timeout: int = 120) -> subprocess.CompletedProcess:
@@ -99,24 +167,35 @@ def _chromium(*args: str, timeout: int = 120) -> subprocess.CompletedProcess:
         pytest.fail("headless Chromium is needed for this test: apt-get install chromium (make test does it as root)")
     profile = Path(os.environ.get("TMPDIR", "/tmp")) / f"chromium-profile-{os.getpid()}"
     command = [
-        CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-sync",
-        "--disable-background-networking", "--disable-component-update", f"--user-data-dir={profile}",
+        CHROMIUM,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--no-first-run",
+        "--disable-sync",
+        "--disable-background-networking",
+        "--disable-component-update",
+        f"--user-data-dir={profile}",
         "--host-resolver-rules=MAP * ~NOTFOUND",  # no network: anything remote would fail to load
-        "--virtual-time-budget=20000", *args,
+        "--virtual-time-budget=20000",
+        *args,
     ]
     return subprocess.run(command, capture_output=True, text=True, timeout=timeout)
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
 def test_math_and_widgets_render_offline_in_chromium(book, chapter):
-    page = book[1] / "chapters" / f"{chapter.stem}.html"
+    page = book.html / "chapters" / f"{chapter.stem}.html"
     dom = _chromium("--dump-dom", page.as_uri()).stdout
     assert "mjx-container" in dom, "MathJax did not typeset the page's math"
     assert re.search(r'class="[^"]*\bjupyter-widgets\b', dom), "no ipywidget was rendered from its saved state"
     if chapter.stem in FIGURE_WIDGETS:  # the live figure itself, drawn from the PNG in the saved state
-        assert re.search(r'<img[^>]*class="[^"]*widget-image[^"]*"[^>]*src="blob:|'
-                         r'<img[^>]*src="blob:[^>]*class="[^"]*widget-image', dom), "the live figure was not drawn"
+        assert re.search(
+            r'<img[^>]*class="[^"]*widget-image[^"]*"[^>]*src="blob:|'
+            r'<img[^>]*src="blob:[^>]*class="[^"]*widget-image',
+            dom,
+        ), "the live figure was not drawn"
     # A screenshot for people reviewing the build (kept beside the HTML).
-    shot = book[1] / f"screenshot-{chapter.stem}.png"
+    shot = book.html / f"screenshot-{chapter.stem}.png"
     _chromium("--window-size=1280,2400", f"--screenshot={shot}", page.as_uri())
     assert shot.exists() and shot.stat().st_size > 10_000
