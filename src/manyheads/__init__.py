@@ -127,6 +127,7 @@ _NAMES = {
     "evaluate": "manyheads.training",
     "readout_accuracy": "manyheads.training",
     "train": "manyheads.training",
+    "train_grid": "manyheads.training",
     "head_view": "manyheads.viz.attention_views",
     "localize": "manyheads.viz.attention_views",
     "model_view": "manyheads.viz.attention_views",

@@ -10,8 +10,8 @@ numbers on a CPU.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
 import torch
 import torch.nn.functional as F
@@ -22,7 +22,7 @@ from manyheads.runtime import device as default_device
 from manyheads.runtime import seed_everything
 from manyheads.data.tasks import IGNORE_INDEX, TwoRelationTask
 
-__all__ = ["TrainConfig", "TrainResult", "readout_accuracy", "evaluate", "train"]
+__all__ = ["TrainConfig", "TrainResult", "readout_accuracy", "evaluate", "train", "train_grid"]
 
 
 @dataclass(frozen=True)
@@ -144,3 +144,29 @@ def train(
         torch.set_num_threads(threads)
     result.seconds = time.perf_counter() - start
     return result
+
+
+def train_grid(
+    build: Callable[..., nn.Module],
+    grid: Mapping[Hashable, Sequence],
+    task: TwoRelationTask,
+    config: TrainConfig = TrainConfig(),
+    seeds: Sequence[int] = (0,),
+    device: torch.device | str | None = None,
+    progress: bool = True,
+    desc: str = "training runs",
+) -> dict[tuple[Hashable, int], TrainResult]:
+    """Train one model per entry of ``grid`` and seed, the same way, under one progress bar (chapters 1-4).
+
+    ``build(task, *grid[name])`` makes a model, e.g. ``build = TinyAttentionModel.for_task`` with
+    ``grid = {"2 heads": (32, 2)}`` (d_model, n_heads). Every run is :func:`train` with ``config``'s seed replaced by
+    the run's seed, so the same (name, seed) gives the same model wherever it is trained. Returns
+    ``{(name, seed): TrainResult}`` in grid order, then seed order.
+    """
+    runs: dict[tuple[Hashable, int], TrainResult] = {}
+    bar = tqdm([(name, seed) for name in grid for seed in seeds], desc=desc, leave=False, disable=not progress)
+    for name, seed in bar:
+        bar.set_postfix_str(f"{name}, seed {seed}", refresh=False)
+        runs[name, seed] = train(lambda name=name: build(task, *grid[name]), task, replace(config, seed=seed),
+                                 device=device, progress=False)
+    return runs

@@ -144,3 +144,17 @@ def test_for_task_sizes_the_model_from_the_task():
     logits, weights = model(task.sample(2)[0])
     assert tuple(logits.shape) == (2, 7, 3, 9) and tuple(weights.shape) == (2, 3, 7, 7)
     assert model.d_head == 4 and TinyAttentionModel.for_task(task, 12, 3, d_head=5).d_head == 5
+
+
+def test_train_grid_gives_each_run_what_train_gives_it():
+    from manyheads.training import train_grid
+
+    task = TwoRelationTask(vocab_size=5, seq_len=6, offsets=(1, 2))
+    config = TrainConfig(steps=6, batch_size=4, eval_every=3, eval_size=16)
+    runs = train_grid(TinyAttentionModel.for_task, {"one": (8, 1), "two": (8, 2)}, task, config, seeds=(3, 4),
+                      progress=False)
+    assert list(runs) == [("one", 3), ("one", 4), ("two", 3), ("two", 4)]
+    alone = train(lambda: TinyAttentionModel.for_task(task, 8, 2), task, TrainConfig(**{**config.__dict__, "seed": 4}),
+                  progress=False)
+    assert runs["two", 4].train_loss == alone.train_loss and runs["two", 4].eval_accuracy == alone.eval_accuracy
+    assert runs["two", 3].train_loss != alone.train_loss  # the seed is the run's own
