@@ -9,7 +9,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor
@@ -61,18 +61,16 @@ def run_head_sweep(
     else (d_model, data, steps) is the same for every head count, so the models differ only in how the width is
     split. One progress bar covers the whole sweep.
     """
-    from tqdm.auto import tqdm
-
     from manyheads.models.tiny import TinyAttentionModel
-    from manyheads.training import train
+    from manyheads.training import train_grid
 
-    records = []
     configs = sweep_configs(d_model, seeds, head_counts)
-    for n_heads, d_head, seed in tqdm(configs, desc="head-count sweep", disable=not progress, leave=False):
-        def make(n_heads=n_heads):
-            return TinyAttentionModel.for_task(task, d_model, n_heads)
-
-        result = train(make, task, replace(config, seed=seed), device=device, progress=False)
+    head_counts = list(dict.fromkeys(n_heads for n_heads, _, _ in configs))
+    runs = train_grid(TinyAttentionModel.for_task, {h: (d_model, h) for h in head_counts}, task, config, seeds,
+                      device=device, progress=progress, desc="head-count sweep")
+    records = []
+    for n_heads, d_head, seed in configs:
+        result = runs[n_heads, seed]
         tail = result.train_loss[-max(1, len(result.train_loss) // 10):]
         records.append(SweepRecord(n_heads, d_head, seed, tuple(result.final_accuracy), sum(tail) / len(tail),
                                    result.seconds))
