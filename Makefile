@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: book test env vendor system-packages exercises clean-notebooks benchmarks clean
+.PHONY: book test lint format env vendor system-packages exercises clean-notebooks benchmarks clean
 
 # Reinstall only when the pinned list or the package metadata change.
 $(STAMP): requirements.txt pyproject.toml
@@ -32,9 +32,19 @@ book: $(STAMP) vendor
 vendor:
 	$(BIN)/python assets/vendor.py
 
-# Every test: package, notebook hygiene, exercise pipeline with real nbgrader, chapter execution.
-test: $(STAMP) vendor system-packages
+# Every test: the linter, then package, notebook hygiene, exercise pipeline with real nbgrader, chapter execution.
+test: lint $(STAMP) vendor system-packages
 	$(BIN)/python -m pytest -n 2 --dist loadfile --timeout=1800
+
+# Lint and format check (ruff, configured in pyproject.toml) of the package, tests, benchmarks and notebooks.
+# `make format` rewrites the files in ruff's format.
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: $(STAMP)
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
 
 # Debian packages the tests use for real: Chromium (built pages), bubblewrap (the grading sandbox), PostgreSQL
 # (a shared gradebook). Installed when missing and running as root; otherwise say what to install.

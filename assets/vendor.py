@@ -22,12 +22,20 @@ VENDOR = ROOT / "_vendor"  # not under _static/: Jupyter Book 1 loads every .js 
 
 def _fetch(spec: str, integrity: str, workdir: Path) -> Path:
     try:
-        out = subprocess.run(
-            ["npm", "pack", spec, "--silent", "--pack-destination", str(workdir)],
-            check=True, capture_output=True, text=True,
-        ).stdout.strip().splitlines()[-1]
+        out = (
+            subprocess.run(
+                ["npm", "pack", spec, "--silent", "--pack-destination", str(workdir)],
+                check=True,
+                capture_output=True,
+                text=True,
+            )
+            .stdout.strip()
+            .splitlines()[-1]
+        )
     except FileNotFoundError:
-        sys.exit("npm is needed to fetch the book's JavaScript (apt-get install nodejs npm), then run `make book` again")
+        sys.exit(
+            "npm is needed to fetch the book's JavaScript (apt-get install nodejs npm), then run `make book` again"
+        )
     except subprocess.CalledProcessError as exc:
         sys.exit(f"npm could not fetch {spec}: {exc.stderr.strip()}")
     tarball = workdir / out
@@ -50,8 +58,10 @@ def main() -> int:
             shutil.rmtree(dest, ignore_errors=True)
             with tarfile.open(tarball) as tar:
                 members = [
-                    m for m in tar.getmembers()
-                    if m.isfile() and not m.name.endswith(".map")
+                    m
+                    for m in tar.getmembers()
+                    if m.isfile()
+                    and not m.name.endswith(".map")
                     and any(m.name.removeprefix("package/").startswith(f) for f in package["files"])
                 ]
                 for m in members:

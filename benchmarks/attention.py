@@ -9,8 +9,8 @@ from __future__ import annotations
 import time
 
 import torch
-
 from _report import report
+
 from manyheads.attention import MultiHeadAttention
 
 CASES = [  # (d_model, n_heads, batch, seq)
@@ -41,12 +41,20 @@ def main() -> None:
             reference = torch.nn.MultiheadAttention(d_model, n_heads, batch_first=True).eval()
             mine = MultiHeadAttention.from_torch(reference).eval()
             x = torch.randn(batch, seq, d_model)
-            t_ref = _median_seconds(lambda: reference(x, x, x, need_weights=True, average_attn_weights=False))
-            t_mine = _median_seconds(lambda: mine(x))
-            rows.append({
-                "d_model": d_model, "n_heads": n_heads, "batch": batch, "seq": seq,
-                "torch_ms": 1e3 * t_ref, "manyheads_ms": 1e3 * t_mine, "ratio": t_mine / t_ref,
-            })
+            # Default arguments bind this iteration's modules and input (B023).
+            t_ref = _median_seconds(lambda r=reference, x=x: r(x, x, x, need_weights=True, average_attn_weights=False))
+            t_mine = _median_seconds(lambda m=mine, x=x: m(x))
+            rows.append(
+                {
+                    "d_model": d_model,
+                    "n_heads": n_heads,
+                    "batch": batch,
+                    "seq": seq,
+                    "torch_ms": 1e3 * t_ref,
+                    "manyheads_ms": 1e3 * t_mine,
+                    "ratio": t_mine / t_ref,
+                }
+            )
     report("attention", ["d_model", "n_heads", "batch", "seq", "torch_ms", "manyheads_ms", "ratio"], rows)
 
 

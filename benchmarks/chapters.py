@@ -10,9 +10,8 @@ import time
 from pathlib import Path
 
 import nbformat
-from nbclient import NotebookClient
-
 from _report import report
+from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -21,7 +20,9 @@ def main(paths: list[Path]) -> None:
     rows = []
     for path in paths:
         nb = nbformat.read(path, as_version=4)
-        client = NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}})
+        client = NotebookClient(
+            nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
+        )
         start = time.perf_counter()
         client.execute()
         rows.append({"chapter": path.stem, "seconds": time.perf_counter() - start, "cells": len(nb.cells)})

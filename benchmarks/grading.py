@@ -22,8 +22,9 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path[:0] = [str(HERE), str(ROOT / "tests")]
 
-from _report import report  # noqa: E402
 import grading_corpus as corpus  # noqa: E402
+from _report import report  # noqa: E402
+
 from manyheads.course.grading import report as grades  # noqa: E402
 
 EX1 = corpus.EX1
@@ -42,10 +43,18 @@ def nbgrader_baseline(subs: Path, course: Path) -> float:
         target = course / "submitted" / student / EX1
         target.mkdir(parents=True)
         shutil.copy2(subs / student / f"{EX1}.ipynb", target / f"{EX1}.ipynb")
-    for args in (["generate_assignment", EX1, "--force"], ["autograde", EX1, "--force"],
-                 ["generate_feedback", EX1, "--force"]):
-        done = subprocess.run([sys.executable, "-m", "nbgrader", *args, f"--CourseDirectory.root={course}"],
-                              cwd=course, env=_env(), capture_output=True, text=True)
+    for args in (
+        ["generate_assignment", EX1, "--force"],
+        ["autograde", EX1, "--force"],
+        ["generate_feedback", EX1, "--force"],
+    ):
+        done = subprocess.run(
+            [sys.executable, "-m", "nbgrader", *args, f"--CourseDirectory.root={course}"],
+            cwd=course,
+            env=_env(),
+            capture_output=True,
+            text=True,
+        )
         if done.returncode != 0:
             raise SystemExit(f"nbgrader {args[0]} failed:\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
     return time.perf_counter() - start
@@ -53,8 +62,24 @@ def nbgrader_baseline(subs: Path, course: Path) -> float:
 
 def manyheads_grade(subs: Path, out: Path, jobs: int) -> float:
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "manyheads.course.grading", "grade", EX1, str(subs), "--out", str(out),
-                           "--jobs", str(jobs)], cwd=ROOT, env=_env(), capture_output=True, text=True)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "manyheads.course.grading",
+            "grade",
+            EX1,
+            str(subs),
+            "--out",
+            str(out),
+            "--jobs",
+            str(jobs),
+        ],
+        cwd=ROOT,
+        env=_env(),
+        capture_output=True,
+        text=True,
+    )
     if done.returncode != 0:
         raise SystemExit(f"manyheads grade failed:\n{done.stdout}{done.stderr}")
     return time.perf_counter() - start
@@ -72,14 +97,34 @@ def main() -> None:
         wrong = [c.student for c in cases if float(rows[c.student]["score"]) != c.score]
         if wrong:
             raise SystemExit(f"manyheads grade scored these wrongly: {wrong}")
-    report("grading", ["method", "submissions", "jobs", "sandbox", "seconds", "s_per_submission", "speedup"], [
-        {"method": "nbgrader autograde (sequential)", "submissions": n, "jobs": 1, "sandbox": "no",
-         "seconds": t_base, "s_per_submission": t_base / n, "speedup": 1.0},
-        {"method": "manyheads grade", "submissions": n, "jobs": jobs, "sandbox": "yes",
-         "seconds": t_many, "s_per_submission": t_many / n, "speedup": t_base / t_many},
-    ])
-    print(f"\nmanyheads grade {t_many:.1f} s vs nbgrader {t_base:.1f} s: {t_base / t_many:.2f}x "
-          f"({t_many / n:.2f} vs {t_base / n:.2f} s per submission; target >= 1.6x)")
+    report(
+        "grading",
+        ["method", "submissions", "jobs", "sandbox", "seconds", "s_per_submission", "speedup"],
+        [
+            {
+                "method": "nbgrader autograde (sequential)",
+                "submissions": n,
+                "jobs": 1,
+                "sandbox": "no",
+                "seconds": t_base,
+                "s_per_submission": t_base / n,
+                "speedup": 1.0,
+            },
+            {
+                "method": "manyheads grade",
+                "submissions": n,
+                "jobs": jobs,
+                "sandbox": "yes",
+                "seconds": t_many,
+                "s_per_submission": t_many / n,
+                "speedup": t_base / t_many,
+            },
+        ],
+    )
+    print(
+        f"\nmanyheads grade {t_many:.1f} s vs nbgrader {t_base:.1f} s: {t_base / t_many:.2f}x "
+        f"({t_many / n:.2f} vs {t_base / n:.2f} s per submission; target >= 1.6x)"
+    )
 
 
 if __name__ == "__main__":

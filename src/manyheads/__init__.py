@@ -21,13 +21,21 @@ stays quick in every grading kernel and imports matplotlib only when a figure is
 
 import importlib
 
-from manyheads.attention import MultiHeadAttention, scaled_dot_product_attention
-from manyheads.runtime import device, seed_everything
-
 __version__ = "0.1.0"
 
-_SUBMODULES = ("analysis", "attention", "checks", "costs", "course", "data", "interventions", "models", "runtime",
-               "training", "viz")
+_SUBMODULES = (
+    "analysis",
+    "attention",
+    "checks",
+    "costs",
+    "course",
+    "data",
+    "interventions",
+    "models",
+    "runtime",
+    "training",
+    "viz",
+)
 
 # Public name → the module that defines it. tests/package/test_layout.py checks that this is every module's
 # __all__, and that no two modules give one name to two different things.
@@ -148,8 +156,7 @@ _NAMES = {
     "plane_projection_widget": "manyheads.viz.widgets",
 }
 
-__all__ = sorted(set(_SUBMODULES) | set(_NAMES) | {"MultiHeadAttention", "scaled_dot_product_attention", "device",
-                                                    "seed_everything"})
+__all__ = sorted(set(_SUBMODULES) | set(_NAMES))
 
 
 def __getattr__(name: str):

@@ -34,9 +34,7 @@ def _check_mask(mask: Tensor) -> None:
         )
 
 
-def scaled_dot_product_attention(
-    q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None
-) -> tuple[Tensor, Tensor]:
+def scaled_dot_product_attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None) -> tuple[Tensor, Tensor]:
     """softmax(q kᵀ / √d_k) v, returning the attention weights too (chapter 1).
 
     q: (..., seq_q, d_k), k: (..., seq_k, d_k), v: (..., seq_k, d_v),
@@ -46,7 +44,9 @@ def scaled_dot_product_attention(
     if q.shape[-1] != k.shape[-1]:
         raise ValueError(f"q and k need the same last dimension d_k, got q {tuple(q.shape)} and k {tuple(k.shape)}")
     if k.shape[-2] != v.shape[-2]:
-        raise ValueError(f"k and v need the same seq_k (second-to-last axis), got k {tuple(k.shape)} and v {tuple(v.shape)}")
+        raise ValueError(
+            f"k and v need the same seq_k (second-to-last axis), got k {tuple(k.shape)} and v {tuple(v.shape)}"
+        )
     d_k = q.shape[-1]
     scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)  # (..., seq_q, seq_k)
     if mask is not None:
@@ -164,8 +164,9 @@ class MultiHeadAttention(nn.Module):
         return self.W_o(merge_heads(heads)), weights
 
     @classmethod
-    def from_torch(cls, reference: nn.MultiheadAttention) -> "MultiHeadAttention":
-        """Copy the weights of a ``torch.nn.MultiheadAttention`` (batch_first or not, same kdim/vdim) into a new module."""
+    def from_torch(cls, reference: nn.MultiheadAttention) -> MultiHeadAttention:
+        """Copy the weights of a ``torch.nn.MultiheadAttention`` (batch_first or not, same kdim/vdim) into a new
+        module."""
         if not reference._qkv_same_embed_dim:
             raise ValueError("only torch MultiheadAttention modules with kdim == vdim == embed_dim are supported")
         if reference.bias_k is not None or reference.add_zero_attn:

@@ -47,8 +47,14 @@ def _positive_int(name: str, value: object) -> int:
 def _is_integer_scalar(value: object) -> bool:
     """A zero-dimensional torch tensor of an integer dtype (numpy integers are ``numbers.Integral`` already)."""
     torch = sys.modules.get("torch")  # never import torch just to check an argument
-    return (torch is not None and isinstance(value, torch.Tensor) and value.ndim == 0
-            and not value.dtype.is_floating_point and not value.dtype.is_complex and value.dtype != torch.bool)
+    return (
+        torch is not None
+        and isinstance(value, torch.Tensor)
+        and value.ndim == 0
+        and not value.dtype.is_floating_point
+        and not value.dtype.is_complex
+        and value.dtype != torch.bool
+    )
 
 
 def divisors(n: int) -> list[int]:
@@ -137,8 +143,17 @@ def kv_cache_bytes(
 
     The default of 2 bytes per element is 16-bit floats, as served models usually store their cache (chapter 7).
     """
-    values = [_positive_int(name, v) for name, v in (("n_kv_heads", n_kv_heads), ("d_head", d_head),
-              ("seq_len", seq_len), ("batch", batch), ("n_layers", n_layers), ("bytes_per_element", bytes_per_element))]
+    values = [
+        _positive_int(name, v)
+        for name, v in (
+            ("n_kv_heads", n_kv_heads),
+            ("d_head", d_head),
+            ("seq_len", seq_len),
+            ("batch", batch),
+            ("n_layers", n_layers),
+            ("bytes_per_element", bytes_per_element),
+        )
+    ]
     n_kv_heads, d_head, seq_len, batch, n_layers, size = values
     return 2 * n_layers * batch * seq_len * n_kv_heads * d_head * size
 

@@ -74,8 +74,9 @@ def _pairs(heads, layers: list[MultiHeadAttention]) -> list[tuple[int, int]]:
         if heads.dtype != torch.bool:
             raise TypeError(f"a head mask must be a bool tensor (True = selected), got dtype {heads.dtype}")
         if heads.shape != (n_layers, n_heads):
-            raise ValueError(f"a head mask must have shape ({n_layers}, {n_heads}) = (n_layers, n_heads), "
-                             f"got {tuple(heads.shape)}")
+            raise ValueError(
+                f"a head mask must have shape ({n_layers}, {n_heads}) = (n_layers, n_heads), got {tuple(heads.shape)}"
+            )
         pairs = [tuple(p) for p in heads.nonzero().tolist()]
     elif _is_pair(heads):
         pairs = [heads]
@@ -83,22 +84,29 @@ def _pairs(heads, layers: list[MultiHeadAttention]) -> list[tuple[int, int]]:
         pairs = list(heads)
         bad = [p for p in pairs if not _is_pair(p)]
         if bad:
-            raise ValueError(f"heads must be (layer, head) pairs of ints, an iterable of them or a bool mask; "
-                             f"got {bad[0]!r}")
+            raise ValueError(
+                f"heads must be (layer, head) pairs of ints, an iterable of them or a bool mask; got {bad[0]!r}"
+            )
     pairs = sorted({(int(layer), int(head)) for layer, head in pairs})
     for layer, head in pairs:
         if not (0 <= layer < n_layers and 0 <= head < _original_n_heads(layers[layer])):
-            raise IndexError(f"head ({layer}, {head}) is out of range: the model has {n_layers} layers × "
-                             f"{n_heads} heads")
+            raise IndexError(
+                f"head ({layer}, {head}) is out of range: the model has {n_layers} layers × {n_heads} heads"
+            )
         if head not in _head_ids(layers[layer]):
-            raise ValueError(f"head ({layer}, {head}) was already removed; layer {layer} keeps heads "
-                             f"{list(_head_ids(layers[layer]))}")
+            raise ValueError(
+                f"head ({layer}, {head}) was already removed; layer {layer} keeps heads "
+                f"{list(_head_ids(layers[layer]))}"
+            )
     return pairs
 
 
 def _is_pair(value) -> bool:
-    return (isinstance(value, (tuple, list)) and len(value) == 2
-            and all(isinstance(v, int) and not isinstance(v, bool) for v in value))
+    return (
+        isinstance(value, (tuple, list))
+        and len(value) == 2
+        and all(isinstance(v, int) and not isinstance(v, bool) for v in value)
+    )
 
 
 def head_mask(model: nn.Module, heads) -> Tensor:
@@ -213,8 +221,10 @@ def head_output_means(model: nn.Module, *args, **kwargs) -> Tensor:
         sums[i] = rows.sum(0) if sums[i] is None else sums[i] + rows.sum(0)
         counts[i] += rows.shape[0]
 
-    handles = [layer.W_o.register_forward_pre_hook(lambda _, inputs, i=i: accumulate(i, inputs[0]))
-               for i, layer in enumerate(layers)]
+    handles = [
+        layer.W_o.register_forward_pre_hook(lambda _, inputs, i=i: accumulate(i, inputs[0]))
+        for i, layer in enumerate(layers)
+    ]
     try:
         model(*args, **kwargs)
     finally:
@@ -252,13 +262,17 @@ def _replace_columns(columns: Tensor, values: Tensor):
 
 def _intervening(layer: MultiHeadAttention) -> bool:
     """Whether a gated() or ablated() block is active on the layer (its hooks are registered)."""
-    return any(getattr(hook, "is_intervention", False)
-               for module in (layer, layer.W_o) for hook in module._forward_pre_hooks.values())
+    return any(
+        getattr(hook, "is_intervention", False)
+        for module in (layer, layer.W_o)
+        for hook in module._forward_pre_hooks.values()
+    )
 
 
 @contextlib.contextmanager
-def ablated(model: nn.Module, heads, mode: str = "zero", reference=None, means: Tensor | None = None
-            ) -> Iterator[nn.Module]:
+def ablated(
+    model: nn.Module, heads, mode: str = "zero", reference=None, means: Tensor | None = None
+) -> Iterator[nn.Module]:
     """Run the model with the selected heads ablated, restoring it on exit (chapter 5). Yields the model.
 
     mode ``"zero"``: the head's output is 0 (its gate is set to 0, other gates stay as they are).
@@ -298,8 +312,9 @@ def ablated(model: nn.Module, heads, mode: str = "zero", reference=None, means: 
             # The columns of W_o's input that hold each head, at the head's position in a possibly smaller layer.
             positions = [_head_ids(layer).index(head) for head in layer_heads]
             columns = torch.cat([torch.arange(p * d, (p + 1) * d) for p in positions])
-            handles.append(layer.W_o.register_forward_pre_hook(
-                _replace_columns(columns, means[i, layer_heads].reshape(-1))))
+            handles.append(
+                layer.W_o.register_forward_pre_hook(_replace_columns(columns, means[i, layer_heads].reshape(-1)))
+            )
         yield model
     finally:
         for handle in handles:
@@ -322,8 +337,10 @@ def remove_heads(model: nn.Module, heads) -> nn.Module:
     pairs = _pairs(heads, layers)
     for i, layer in enumerate(layers):
         if len(_head_ids(layer)) == len([p for p in pairs if p[0] == i]):
-            raise ValueError(f"removing {len(_head_ids(layer))} heads would leave layer {i} with none; "
-                             f"keep at least one head per layer")
+            raise ValueError(
+                f"removing {len(_head_ids(layer))} heads would leave layer {i} with none; "
+                f"keep at least one head per layer"
+            )
     model = copy.deepcopy(model)
     for i, layer in enumerate(attention_layers(model)):
         removed = {head for where, head in pairs if where == i}
@@ -340,8 +357,9 @@ def _shrink(layer: MultiHeadAttention, positions: list[int]) -> None:
         return torch.cat([torch.arange(p * width, (p + 1) * width) for p in positions])
 
     def linear(weight: Tensor, bias: Tensor | None) -> nn.Linear:
-        new = nn.Linear(weight.shape[1], weight.shape[0], bias=bias is not None, device=weight.device,
-                        dtype=weight.dtype)
+        new = nn.Linear(
+            weight.shape[1], weight.shape[0], bias=bias is not None, device=weight.device, dtype=weight.dtype
+        )
         with torch.no_grad():
             new.weight.copy_(weight)
             if bias is not None:

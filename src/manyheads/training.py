@@ -18,9 +18,9 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from tqdm.auto import tqdm
 
+from manyheads.data.tasks import IGNORE_INDEX, TwoRelationTask
 from manyheads.runtime import device as default_device
 from manyheads.runtime import seed_everything
-from manyheads.data.tasks import IGNORE_INDEX, TwoRelationTask
 
 __all__ = ["TrainConfig", "TrainResult", "readout_accuracy", "evaluate", "train", "train_grid"]
 
@@ -81,8 +81,11 @@ def evaluate(model: nn.Module, tokens: Tensor, targets: Tensor) -> list[float]:
 
 
 def _loss(logits: Tensor, targets: Tensor) -> Tensor:
-    # Summed over relations (each relation's loss is a mean over its scored positions), so each relation weighs the same.
-    return F.cross_entropy(logits.flatten(0, 1).transpose(1, 2), targets.flatten(0, 1), ignore_index=IGNORE_INDEX) * targets.shape[-1]
+    # Summed over relations (each relation's loss is a mean over its scored positions): each relation weighs the same.
+    return (
+        F.cross_entropy(logits.flatten(0, 1).transpose(1, 2), targets.flatten(0, 1), ignore_index=IGNORE_INDEX)
+        * targets.shape[-1]
+    )
 
 
 def _adam(model: nn.Module, lr: float) -> torch.optim.Optimizer:
@@ -167,6 +170,7 @@ def train_grid(
     bar = tqdm([(name, seed) for name in grid for seed in seeds], desc=desc, leave=False, disable=not progress)
     for name, seed in bar:
         bar.set_postfix_str(f"{name}, seed {seed}", refresh=False)
-        runs[name, seed] = train(lambda name=name: build(task, *grid[name]), task, replace(config, seed=seed),
-                                 device=device, progress=False)
+        runs[name, seed] = train(
+            lambda name=name: build(task, *grid[name]), task, replace(config, seed=seed), device=device, progress=False
+        )
     return runs

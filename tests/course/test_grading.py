@@ -6,24 +6,24 @@ from __future__ import annotations
 
 import copy
 import glob
-import shutil
-import socket
-import tempfile
 import hashlib
 import io
 import json
 import os
+import shutil
+import socket
 import subprocess
 import sys
 import sysconfig
+import tempfile
 import zipfile
 from pathlib import Path
 
 import nbformat
 import pytest
-
 from helpers import grading_corpus as corpus
 from helpers.grading_corpus import run_grade
+
 from manyheads.course.grading import collect, integrity, report, sandbox
 from manyheads.course.grading.runner import normalise_db
 
@@ -100,7 +100,8 @@ def test_stripped_metadata_is_reattached_exactly(colab):
     assert any(("by alignment" if colab else "by id") in r for r in checked.repairs), checked.repairs
     nbformat.validate(checked.notebook)
     assert checked.notebook.nbformat_minor == 5 and len({c.id for c in checked.notebook.cells}) == len(
-        checked.notebook.cells)
+        checked.notebook.cells
+    )
 
 
 def test_deleted_cells_come_back_in_place_and_answers_come_back_empty():
@@ -123,8 +124,19 @@ def test_forged_points_and_edited_tests_are_restored_and_forged_cells_ungraded()
     i = corpus.cell_index(nb, "test_softmax")
     nb.cells[i].source = "pass"
     nb.cells[i].metadata.nbgrader["points"] = 100
-    bonus = nbformat.v4.new_code_cell("pass", metadata={"nbgrader": {
-        "grade": True, "solution": False, "locked": True, "points": 50, "grade_id": "bonus", "schema_version": 3}})
+    bonus = nbformat.v4.new_code_cell(
+        "pass",
+        metadata={
+            "nbgrader": {
+                "grade": True,
+                "solution": False,
+                "locked": True,
+                "points": 50,
+                "grade_id": "bonus",
+                "schema_version": 3,
+            }
+        },
+    )
     nb.cells.append(bonus)
     checked = _check(nb)
     cells = {c.metadata.get("nbgrader", {}).get("grade_id"): c for c in checked.notebook.cells}
@@ -132,8 +144,9 @@ def test_forged_points_and_edited_tests_are_restored_and_forged_cells_ungraded()
     assert cells["test_softmax"].metadata.nbgrader["points"] == 2
     assert "bonus" not in cells
     total = sum(c.metadata["nbgrader"].get("points", 0) for c in checked.notebook.cells if "nbgrader" in c.metadata)
-    assert total == sum(c.metadata["nbgrader"].get("points", 0) for c in corpus.release().cells
-                        if "nbgrader" in c.metadata)
+    assert total == sum(
+        c.metadata["nbgrader"].get("points", 0) for c in corpus.release().cells if "nbgrader" in c.metadata
+    )
     assert any("unknown graded cell with grade id bonus" in r for r in checked.repairs)
 
 
@@ -147,10 +160,15 @@ def test_duplicated_grade_ids_leave_one_graded_cell_each():
     assert len(ids) == len(set(ids)) and "test_attention_entropy" in ids
 
 
-@pytest.mark.parametrize("data, why", [
-    (b"\x89PNG\r\n", "not valid JSON"), (b'{"cells": 3}', "not a Jupyter notebook"), (b"[1, 2]", "not a Jupyter"),
-    (b'{"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [{"source": 1}]}', "not a readable"),
-])
+@pytest.mark.parametrize(
+    "data, why",
+    [
+        (b"\x89PNG\r\n", "not valid JSON"),
+        (b'{"cells": 3}', "not a Jupyter notebook"),
+        (b"[1, 2]", "not a Jupyter"),
+        (b'{"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [{"source": 1}]}', "not a readable"),
+    ],
+)
 def test_unreadable_files_fail_with_a_reason(data, why):
     assert why in _check(data).fatal
 
@@ -189,10 +207,15 @@ def test_refuses_without_bubblewrap_and_says_how_to_install_it(tmp_path):
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     for tool in ("prlimit", "setpriv"):  # everything but bwrap
-        if (found := __import__("shutil").which(tool)):
+        if found := __import__("shutil").which(tool):
             (bin_dir / tool).symlink_to(found)
-    done = run_grade(EX1, str(tmp_path / "subs"), "--out", str(tmp_path / "out"),
-                     env={"PATH": f"{Path(sys.executable).parent}{os.pathsep}{bin_dir}"})
+    done = run_grade(
+        EX1,
+        str(tmp_path / "subs"),
+        "--out",
+        str(tmp_path / "out"),
+        env={"PATH": f"{Path(sys.executable).parent}{os.pathsep}{bin_dir}"},
+    )
     assert done.returncode == 2 and "apt-get install bubblewrap" in done.stderr and "--no-sandbox" in done.stderr
     assert not (tmp_path / "out").exists()
 
@@ -202,8 +225,16 @@ def test_sandbox_kernel_spec_hides_the_course(tmp_path):
     spec = json.loads((share / "kernels" / sandbox.KERNEL_NAME / "kernel.json").read_text())
     assert spec["interrupt_mode"] == "message"
     script = (share / "kernels" / sandbox.KERNEL_NAME / "run-kernel.sh").read_text()
-    for needed in ("--unshare-net", "--unshare-pid", "--die-with-parent", "--clearenv",
-                   "--as=", "--nproc=", "--fsize=", "--cpu="):
+    for needed in (
+        "--unshare-net",
+        "--unshare-pid",
+        "--die-with-parent",
+        "--clearenv",
+        "--as=",
+        "--nproc=",
+        "--fsize=",
+        "--cpu=",
+    ):
         assert needed in script
     assert f"--bind {corpus.ROOT}" not in script and f"--ro-bind {corpus.ROOT} " not in script
     assert str(corpus.ROOT / "solutions") not in script
@@ -241,19 +272,24 @@ def _grader_paths() -> list[Path]:
     packages and the manyheads package (an editable install lives in the clone's src/)."""
     import manyheads
 
-    return [Path(p).resolve() for p in {sys.base_prefix, sys.prefix, sysconfig.get_paths()["purelib"],
-                                        str(Path(manyheads.__file__).parent)}]
+    return [
+        Path(p).resolve()
+        for p in {sys.base_prefix, sys.prefix, sysconfig.get_paths()["purelib"], str(Path(manyheads.__file__).parent)}
+    ]
 
 
 def _visible_to_all(paths: list[Path]) -> list[str]:
     """A bwrap prefix (run as root) under which other users can read ``paths`` although a folder above them is
     closed to them (mode without o+x: /root, a 0700 temporary folder holding the clone): each outermost closed
     folder is replaced by an empty one that holds only those paths, read-only. Nothing else is hidden or changed."""
+
     def closed(p: Path) -> bool:
         return p != Path("/") and not os.stat(p).st_mode & 0o001
 
-    tops = sorted({next(a for a in reversed(p.parents) if closed(a)) for p in paths if any(map(closed, p.parents))},
-                  key=lambda a: len(a.parts))
+    tops = sorted(
+        {next(a for a in reversed(p.parents) if closed(a)) for p in paths if any(map(closed, p.parents))},
+        key=lambda a: len(a.parts),
+    )
     tops = [a for a in tops if not any(a != b and a.is_relative_to(b) for b in tops)]
     if not tops:
         return []
@@ -261,8 +297,9 @@ def _visible_to_all(paths: list[Path]) -> list[str]:
     for top in tops:
         inside = sorted({p for p in paths if p.is_relative_to(top)}, key=lambda p: len(p.parts))
         inside = [p for p in inside if not any(p != q and p.is_relative_to(q) for q in inside)]
-        between = sorted({a for p in inside for a in p.parents if a.is_relative_to(top) and a != top},
-                         key=lambda a: len(a.parts))
+        between = sorted(
+            {a for p in inside for a in p.parents if a.is_relative_to(top) and a != top}, key=lambda a: len(a.parts)
+        )
         args += ["--perms", "0755", "--tmpfs", str(top)]
         args += [arg for a in between for arg in ("--perms", "0755", "--dir", str(a))]
         args += [arg for p in inside for arg in ("--ro-bind", str(p), str(p))]
@@ -280,8 +317,15 @@ def test_visible_to_all_reaches_a_project_inside_a_folder_other_users_cannot_ent
     (venv_like / "module.py").write_text("print('reached')\n")
     closed.chmod(0o700)
     uid = sandbox.worker_uid(901)
-    command = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--", "cat",
-               str(venv_like / "module.py")]
+    command = [
+        "setpriv",
+        f"--reuid={uid}",
+        f"--regid={uid}",
+        "--clear-groups",
+        "--",
+        "cat",
+        str(venv_like / "module.py"),
+    ]
     blocked = subprocess.run(command, capture_output=True, text=True)
     assert blocked.returncode != 0 and "Permission denied" in blocked.stderr  # the situation the helper fixes
     done = subprocess.run([*_visible_to_all([venv_like]), *command], capture_output=True, text=True)
@@ -296,8 +340,15 @@ def test_sandbox_works_for_a_grader_who_is_not_root_and_runs_many_threads():
         if os.geteuid() == 0:
             uid = sandbox.worker_uid(900)
             os.chown(folder, uid, uid)
-            command = [*_visible_to_all(_grader_paths()), "setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
-                       "--", *command]
+            command = [
+                *_visible_to_all(_grader_paths()),
+                "setpriv",
+                f"--reuid={uid}",
+                f"--regid={uid}",
+                "--clear-groups",
+                "--",
+                *command,
+            ]
         done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=180)
         assert done.returncode == 0, done.stdout + done.stderr[-3000:]
         assert "thread started" in done.stdout, done.stdout
@@ -319,8 +370,15 @@ def graded(tmp_path_factory):
     cases = corpus.build(subs, out, marker)
     before = tree_digest(subs)
     done = run_grade(EX1, str(subs), "--out", str(out), "--jobs", "2", "--timeout", "20")
-    return {"cases": {c.student: c for c in cases}, "done": done, "out": out, "subs": subs, "before": before,
-            "marker": marker, "rows": report.read_csv(out / "grades.csv") if (out / "grades.csv").is_file() else {}}
+    return {
+        "cases": {c.student: c for c in cases},
+        "done": done,
+        "out": out,
+        "subs": subs,
+        "before": before,
+        "marker": marker,
+        "rows": report.read_csv(out / "grades.csv") if (out / "grades.csv").is_file() else {},
+    }
 
 
 @pytest.mark.slow
@@ -329,8 +387,10 @@ def test_batch_runs_to_the_end_and_writes_everything(graded):
     assert done.returncode == 0, done.stdout + done.stderr
     assert len(graded["cases"]) >= 20 and set(graded["rows"]) == set(graded["cases"])
     header = (out / "grades.csv").read_text().splitlines()[0]
-    assert header == ("student_id,score,max_score,status,problems,"
-                      "test_softmax,test_scaled_dot_product_attention,test_attention_entropy")
+    assert header == (
+        "student_id,score,max_score,status,problems,"
+        "test_softmax,test_scaled_dot_product_attention,test_attention_entropy"
+    )
     report_md = (out / "report.md").read_text()
     for student, case in graded["cases"].items():
         if case.status != "graded":
@@ -339,10 +399,31 @@ def test_batch_runs_to_the_end_and_writes_everything(graded):
     assert (out / "course" / "gradebook.db").is_file()
 
 
-STUDENTS = ["correct", "partial", "blank", "colab", "stripped", "stripped_colab", "duplicated", "deleted_test",
-            "edited_test", "extra_cells", "two_notebooks", "wrong_assignment", "truncated", "not_notebook",
-            "infinite_loop", "memory_bomb", "kills_kernel", "huge_output", "network", "fork_bomb", "reads_secrets",
-            "writes_outside", "monkeypatch"]
+STUDENTS = [
+    "correct",
+    "partial",
+    "blank",
+    "colab",
+    "stripped",
+    "stripped_colab",
+    "duplicated",
+    "deleted_test",
+    "edited_test",
+    "extra_cells",
+    "two_notebooks",
+    "wrong_assignment",
+    "truncated",
+    "not_notebook",
+    "infinite_loop",
+    "memory_bomb",
+    "kills_kernel",
+    "huge_output",
+    "network",
+    "fork_bomb",
+    "reads_secrets",
+    "writes_outside",
+    "monkeypatch",
+]
 
 
 @pytest.mark.slow
@@ -355,8 +436,9 @@ def test_each_submission_gets_the_right_status_score_and_feedback(graded, studen
         assert not (out / "feedback" / student).exists()
     else:
         assert float(row["score"]) == case.score and float(row["max_score"]) == corpus.FULL, row
-        per_test = [float(row[g]) for g in ("test_softmax", "test_scaled_dot_product_attention",
-                                            "test_attention_entropy")]
+        per_test = [
+            float(row[g]) for g in ("test_softmax", "test_scaled_dot_product_attention", "test_attention_entropy")
+        ]
         assert sum(per_test) == case.score
     for text in case.problems_have:
         assert text in row["problems"], row["problems"]
@@ -435,14 +517,28 @@ def postgres_url():
         assert done.returncode == 0, done.stdout + done.stderr
 
     pg_run(str(pg / "initdb"), "-D", str(folder / "data"), "-U", "grader", "--auth=trust", "-E", "UTF8")
-    pg_run(str(pg / "pg_ctl"), "-D", str(folder / "data"), "-l", str(folder / "server.log"), "-w", "start", "-o",
-           f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c max_connections=50")
+    pg_run(
+        str(pg / "pg_ctl"),
+        "-D",
+        str(folder / "data"),
+        "-l",
+        str(folder / "server.log"),
+        "-w",
+        "start",
+        "-o",
+        f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c max_connections=50",
+    )
     try:
         pg_run(str(pg / "createdb"), "-h", "127.0.0.1", "-p", str(port), "-U", "grader", "course")
         yield f"postgresql://grader@127.0.0.1:{port}/course"
     finally:
-        subprocess.run(as_user + [str(pg / "pg_ctl"), "-D", str(folder / "data"), "-m", "fast", "-w", "stop"],
-                       capture_output=True, env=env, cwd=folder, timeout=120)
+        subprocess.run(
+            as_user + [str(pg / "pg_ctl"), "-D", str(folder / "data"), "-m", "fast", "-w", "stop"],
+            capture_output=True,
+            env=env,
+            cwd=folder,
+            timeout=120,
+        )
         shutil.rmtree(folder, ignore_errors=True)
 
 
@@ -451,22 +547,43 @@ def test_two_graders_share_one_postgresql_gradebook(postgres_url, tmp_path):
     if sandbox.available():  # a reason string when bubblewrap is missing; `make test` installs it
         pytest.fail(sandbox.available())
     good, partial = corpus.answered(), corpus.answered({"scaled_dot_product_attention": corpus.NO_SCALE})
-    halves = {"a": {"pg_correct": good, "pg_partial": partial},
-              "b": {"pg_blank": corpus.release(), "pg_stripped": corpus.strip_nbgrader(good)}}
-    expected = {"pg_correct": ("graded", 8.0), "pg_partial": ("graded", 4.0), "pg_blank": ("graded", 0.0),
-                "pg_stripped": ("repaired", 8.0)}
+    halves = {
+        "a": {"pg_correct": good, "pg_partial": partial},
+        "b": {"pg_blank": corpus.release(), "pg_stripped": corpus.strip_nbgrader(good)},
+    }
+    expected = {
+        "pg_correct": ("graded", 8.0),
+        "pg_partial": ("graded", 4.0),
+        "pg_blank": ("graded", 0.0),
+        "pg_stripped": ("repaired", 8.0),
+    }
     for half, notebooks in halves.items():
         for student, nb in notebooks.items():
             (tmp_path / half / student).mkdir(parents=True)
             (tmp_path / half / student / f"{EX1}.ipynb").write_bytes(corpus.dump(nb))
     # the first grader releases the assignment into the shared gradebook; the second joins while it grades
     first = subprocess.Popen(
-        [sys.executable, "-m", "manyheads.course.grading", "grade", EX1, str(tmp_path / "a"), "--out",
-         str(tmp_path / "out-a"), "--jobs", "2", "--db", postgres_url],
-        cwd=corpus.ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        env={**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"})
-    second = run_grade(EX1, str(tmp_path / "b"), "--out", str(tmp_path / "out-b"), "--jobs", "1",
-                       "--db", postgres_url)
+        [
+            sys.executable,
+            "-m",
+            "manyheads.course.grading",
+            "grade",
+            EX1,
+            str(tmp_path / "a"),
+            "--out",
+            str(tmp_path / "out-a"),
+            "--jobs",
+            "2",
+            "--db",
+            postgres_url,
+        ],
+        cwd=corpus.ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"},
+    )
+    second = run_grade(EX1, str(tmp_path / "b"), "--out", str(tmp_path / "out-b"), "--jobs", "1", "--db", postgres_url)
     first_out, _ = first.communicate(timeout=1200)
     assert first.returncode == 0, first_out
     assert second.returncode == 0, second.stdout + second.stderr

@@ -63,19 +63,29 @@ def test_reference_answers_pass_every_visible_check(exercise, capsys):
 
 FORMS = {
     # ------------------------------------------------------------------------------------------- exercise 1
-    "softmax: no leading axes (1-D scores)": ("softmax", '''
+    "softmax: no leading axes (1-D scores)": (
+        "softmax",
+        """
         def softmax(scores):
             rows = scores.flatten(end_dim=-2)  # every leading axis into one
             e = (rows - rows.max(dim=1, keepdim=True).values).exp()
             return (e / e.sum(dim=1, keepdim=True)).reshape(scores.shape)
-        ''', r"1-D tensor of shape \(6,\)"),
-    "softmax: float32 scores": ("softmax", '''
+        """,
+        r"1-D tensor of shape \(6,\)",
+    ),
+    "softmax: float32 scores": (
+        "softmax",
+        """
         def softmax(scores):
             safe = scores.masked_fill(torch.isinf(scores), -1e300)  # no inf - inf
             e = (safe - safe.max(dim=-1, keepdim=True).values).exp()
             return e / e.sum(dim=-1, keepdim=True)
-        ''', r"float32 scores"),
-    "attention: no leading axes (2-D q, k, v)": ("scaled_dot_product_attention", '''
+        """,
+        r"float32 scores",
+    ),
+    "attention: no leading axes (2-D q, k, v)": (
+        "scaled_dot_product_attention",
+        """
         def scaled_dot_product_attention(q, k, v, mask=None):
             lead = q.shape[:-2]
             q3, k3, v3 = (t.flatten(0, -3) for t in (q, k, v))  # batched matrix products need 3-D
@@ -85,16 +95,24 @@ FORMS = {
             weights = torch.softmax(scores, dim=-1)
             out = torch.bmm(weights.reshape(-1, q.shape[-2], k.shape[-2]), v3)
             return out.reshape(*lead, q.shape[-2], v.shape[-1]), weights
-        ''', r"2-D inputs with no leading axes"),
-    "attention: float32 inputs": ("scaled_dot_product_attention", '''
+        """,
+        r"2-D inputs with no leading axes",
+    ),
+    "attention: float32 inputs": (
+        "scaled_dot_product_attention",
+        """
         def scaled_dot_product_attention(q, k, v, mask=None):
             scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
             if mask is not None:
                 scores = scores.masked_fill(~mask, -1e300)
             weights = torch.softmax(scores, dim=-1)
             return weights @ v, weights
-        ''', r"float32 inputs"),
-    "attention: a 3-D mask for 3-D inputs": ("scaled_dot_product_attention", '''
+        """,
+        r"float32 inputs",
+    ),
+    "attention: a 3-D mask for 3-D inputs": (
+        "scaled_dot_product_attention",
+        """
         def scaled_dot_product_attention(q, k, v, mask=None):
             scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
             if mask is not None:
@@ -103,8 +121,12 @@ FORMS = {
                 scores = scores.masked_fill(~mask, float("-inf"))
             weights = torch.softmax(scores, dim=-1)
             return weights @ v, weights
-        ''', r"3-D mask of shape \(2, 3, 5\)"),
-    "attention: a 2-D mask for 4-D inputs": ("scaled_dot_product_attention", '''
+        """,
+        r"3-D mask of shape \(2, 3, 5\)",
+    ),
+    "attention: a 2-D mask for 4-D inputs": (
+        "scaled_dot_product_attention",
+        """
         def scaled_dot_product_attention(q, k, v, mask=None):
             scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
             if mask is not None:
@@ -113,16 +135,24 @@ FORMS = {
                 scores = scores.masked_fill(~mask, float("-inf"))
             weights = torch.softmax(scores, dim=-1)
             return weights @ v, weights
-        ''', r"4-D inputs \(2, 3, seq, d\) with a 2-D \(3, 5\) mask"),
-    "attention: a leading axis of size 1": ("scaled_dot_product_attention", '''
+        """,
+        r"4-D inputs \(2, 3, seq, d\) with a 2-D \(3, 5\) mask",
+    ),
+    "attention: a leading axis of size 1": (
+        "scaled_dot_product_attention",
+        """
         def scaled_dot_product_attention(q, k, v, mask=None):
             scores = (q @ k.transpose(-2, -1)).squeeze() / math.sqrt(q.shape[-1])
             if mask is not None:
                 scores = scores.masked_fill(~mask, float("-inf"))
             weights = torch.softmax(scores, dim=-1)
             return weights @ v, weights
-        ''', r"leading axes \(2, 1\) and a full mask"),
-    "attention: a (2, 1, q, k) mask broadcast over heads": ("scaled_dot_product_attention", '''
+        """,
+        r"leading axes \(2, 1\) and a full mask",
+    ),
+    "attention: a (2, 1, q, k) mask broadcast over heads": (
+        "scaled_dot_product_attention",
+        """
         def scaled_dot_product_attention(q, k, v, mask=None):
             scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
             if mask is not None:
@@ -131,32 +161,52 @@ FORMS = {
                 scores = scores.masked_fill(~mask, float("-inf"))
             weights = torch.softmax(scores, dim=-1)
             return weights @ v, weights
-        ''', r"\(2, 1, 3, 5\) mask that broadcasts over the heads"),
-    "entropy: 4-D weights": ("attention_entropy", '''
+        """,
+        r"\(2, 1, 3, 5\) mask that broadcasts over the heads",
+    ),
+    "entropy: 4-D weights": (
+        "attention_entropy",
+        """
         def attention_entropy(weights):
             terms = -torch.special.xlogy(weights, weights)
             return terms.sum(dim=1) if weights.dim() == 2 else terms.sum(dim=2)
-        ''', r"shape \(2, 3, 4, 6\)"),
-    "entropy: float32 weights": ("attention_entropy", '''
+        """,
+        r"shape \(2, 3, 4, 6\)",
+    ),
+    "entropy: float32 weights": (
+        "attention_entropy",
+        """
         def attention_entropy(weights):
             return -(weights * weights.clamp(min=1e-300).log()).sum(dim=-1)
-        ''', r"float32 weights of shape \(2, 3, 4, 6\)"),
+        """,
+        r"float32 weights of shape \(2, 3, 4, 6\)",
+    ),
     # ------------------------------------------------------------------------------------------- exercise 2
-    "circuits: one head": ("qk_circuits", '''
+    "circuits: one head": (
+        "qk_circuits",
+        """
         def qk_circuits(w_q, w_k, n_heads):
             d = w_q.shape[0]
             q = w_q.reshape(d, n_heads, d // n_heads).permute(1, 0, 2)
             k = w_k.reshape(d, n_heads, d // n_heads).permute(1, 0, 2)
             return (q @ k.transpose(-2, -1)).squeeze()
-        ''', r"one head \(n_heads=1"),
-    "circuits: heads of width 1": ("qk_circuits", '''
+        """,
+        r"one head \(n_heads=1",
+    ),
+    "circuits: heads of width 1": (
+        "qk_circuits",
+        """
         def qk_circuits(w_q, w_k, n_heads):
             dh = w_q.shape[0] // n_heads
             cols = [slice(h * dh, (h + 1) * dh) for h in range(n_heads)]
             blocks = [(w_q[:, c].squeeze(), w_k[:, c].squeeze()) for c in cols]
             return torch.stack([a @ b.mT if a.dim() == 2 else a @ b for a, b in blocks])
-        ''', r"heads of width 1"),
-    "circuits: float32 weights": ("qk_circuits", '''
+        """,
+        r"heads of width 1",
+    ),
+    "circuits: float32 weights": (
+        "qk_circuits",
+        """
         def qk_circuits(w_q, w_k, n_heads):
             d = w_q.shape[0]
             dh = d // n_heads
@@ -164,65 +214,101 @@ FORMS = {
             for h in range(n_heads):
                 torch.matmul(w_q[:, h * dh:(h + 1) * dh], w_k[:, h * dh:(h + 1) * dh].T, out=out[h])
             return out
-        ''', r"float32 weights"),
-    "scores: a batch of one": ("head_scores", '''
+        """,
+        r"float32 weights",
+    ),
+    "scores: a batch of one": (
+        "head_scores",
+        """
         def head_scores(x, w_q, w_k, n_heads):
             b, s, d = x.shape
             dh = d // n_heads
             q = (x @ w_q).reshape(b, s, n_heads, dh).transpose(1, 2)
             k = (x @ w_k).reshape(b, s, n_heads, dh).transpose(1, 2)
             return (q @ k.transpose(-2, -1) / math.sqrt(dh)).squeeze()
-        ''', r"a batch of one sequence"),
-    "scores: one head": ("head_scores", '''
+        """,
+        r"a batch of one sequence",
+    ),
+    "scores: one head": (
+        "head_scores",
+        """
         def head_scores(x, w_q, w_k, n_heads):
             d = x.shape[-1]
             q = w_q.reshape(d, n_heads, d // n_heads).permute(1, 0, 2)
             k = w_k.reshape(d, n_heads, d // n_heads).permute(1, 0, 2)
             circuits = (q @ k.transpose(-2, -1)).squeeze()  # part 1's answer, squeezed
             return torch.einsum("bid,hde,bje->bhij", x, circuits, x) / math.sqrt(d // n_heads)
-        ''', r"one head, x \(2, 3, 5\)"),
-    "scores: heads of width 1": ("head_scores", '''
+        """,
+        r"one head, x \(2, 3, 5\)",
+    ),
+    "scores: heads of width 1": (
+        "head_scores",
+        """
         def head_scores(x, w_q, w_k, n_heads):
             dh = x.shape[-1] // n_heads
             cols = [slice(h * dh, (h + 1) * dh) for h in range(n_heads)]
             blocks = [(w_q[:, c].squeeze(), w_k[:, c].squeeze()) for c in cols]
             circuits = torch.stack([a @ b.mT if a.dim() == 2 else a @ b for a, b in blocks])
             return torch.einsum("bid,hde,bje->bhij", x, circuits, x) / math.sqrt(dh)
-        ''', r"heads of width 1"),
-    "scores: float32 inputs": ("head_scores", '''
+        """,
+        r"heads of width 1",
+    ),
+    "scores: float32 inputs": (
+        "head_scores",
+        """
         def head_scores(x, w_q, w_k, n_heads):
             b, s, d = x.shape
             dh = d // n_heads
             q = (x.double() @ w_q).reshape(b, s, n_heads, dh).transpose(1, 2)
             k = (x.double() @ w_k).reshape(b, s, n_heads, dh).transpose(1, 2)
             return q @ k.transpose(-2, -1) / math.sqrt(dh)
-        ''', r"float32 inputs"),
-    "angles: the wider subspace first": ("principal_angles", '''
+        """,
+        r"float32 inputs",
+    ),
+    "angles: the wider subspace first": (
+        "principal_angles",
+        """
         def principal_angles(a, b):
             m = torch.linalg.qr(a)[0].T @ torch.linalg.qr(b)[0]
             cos2 = torch.linalg.eigvalsh(m @ m.T).flip(0).clamp(0.0, 1.0)  # one per column of a
             return torch.arccos(cos2.sqrt())
-        ''', r"the first subspace wider than the second"),
-    "angles: float32": ("principal_angles", '''
+        """,
+        r"the first subspace wider than the second",
+    ),
+    "angles: float32": (
+        "principal_angles",
+        """
         def principal_angles(a, b):
             qa, qb = torch.linalg.qr(a)[0], torch.linalg.qr(b.double())[0]
             return torch.arccos(torch.linalg.svdvals(qa.T @ qb).clamp(-1.0, 1.0))
-        ''', r"float32 a \(4, 2\) and b \(4, 2\)"),
+        """,
+        r"float32 a \(4, 2\) and b \(4, 2\)",
+    ),
     # ------------------------------------------------------------------------------------------- exercise 3
-    "head_dim: returns a float": ("head_dim", '''
+    "head_dim: returns a float": (
+        "head_dim",
+        """
         def head_dim(d_model, n_heads):
             if not isinstance(d_model, int) or not isinstance(n_heads, int) or isinstance(d_model, bool) \\
                     or isinstance(n_heads, bool) or d_model <= 0 or n_heads <= 0 or d_model % n_heads:
                 raise ValueError("invalid")
             return d_model / n_heads
-        ''', r"head_dim\(1024, 16\) returned 64\.0, a float.*d_model // n_heads"),
-    "head_dim: accepts float arguments": ("head_dim", '''
+        """,
+        r"head_dim\(1024, 16\) returned 64\.0, a float.*d_model // n_heads",
+    ),
+    "head_dim: accepts float arguments": (
+        "head_dim",
+        """
         def head_dim(d_model, n_heads):
             if d_model <= 0 or n_heads <= 0 or d_model % n_heads:
                 raise ValueError("invalid")
             return int(d_model // n_heads)
-        ''', r"head_dim\(1024\.0, 16\) returned 64, but should raise ValueError: d_model is a float"),
-    "head_dim: accepts a string": ("head_dim", '''
+        """,
+        r"head_dim\(1024\.0, 16\) returned 64, but should raise ValueError: d_model is a float",
+    ),
+    "head_dim: accepts a string": (
+        "head_dim",
+        """
         def head_dim(d_model, n_heads):
             if isinstance(d_model, float) or isinstance(n_heads, float):
                 raise ValueError("whole numbers only")
@@ -230,16 +316,24 @@ FORMS = {
             if d_model <= 0 or n_heads <= 0 or d_model % n_heads:
                 raise ValueError("invalid")
             return d_model // n_heads
-        ''', r"head_dim\('1024', 16\) returned 64, but should raise ValueError: d_model is a str"),
-    "head_dim: accepts a bool": ("head_dim", '''
+        """,
+        r"head_dim\('1024', 16\) returned 64, but should raise ValueError: d_model is a str",
+    ),
+    "head_dim: accepts a bool": (
+        "head_dim",
+        """
         def head_dim(d_model, n_heads):
             if not isinstance(d_model, int) or not isinstance(n_heads, int) or d_model <= 0 or n_heads <= 0:
                 raise ValueError("both must be positive ints")
             if d_model % n_heads:
                 raise ValueError("n_heads must divide d_model")
             return d_model // n_heads
-        ''', r"head_dim\(64, True\) returned 64, but should raise ValueError: n_heads is a bool"),
-    "split: numbers copied through float32": ("split_heads", '''
+        """,
+        r"head_dim\(64, True\) returned 64, but should raise ValueError: n_heads is a bool",
+    ),
+    "split: numbers copied through float32": (
+        "split_heads",
+        """
         def split_heads(x, n_heads):
             b, s, d = x.shape
             dh = d // n_heads
@@ -247,48 +341,84 @@ FORMS = {
             for i in range(n_heads):
                 out[:, i] = x[:, :, i * dh:(i + 1) * dh]
             return out
-        ''', r"split_heads changed the numbers for x of shape \(2, 6, 6\) in float64"),
-    "split: a batch of one": ("split_heads", '''
+        """,
+        r"split_heads changed the numbers for x of shape \(2, 6, 6\) in float64",
+    ),
+    "split: a batch of one": (
+        "split_heads",
+        """
         def split_heads(x, n_heads):
             b, s, d = x.shape
             return x.reshape(b, s, n_heads, d // n_heads).transpose(1, 2).squeeze(0)
-        ''', r"one head and a batch of one"),
-    "split: one head": ("split_heads", '''
+        """,
+        r"one head and a batch of one",
+    ),
+    "split: one head": (
+        "split_heads",
+        """
         def split_heads(x, n_heads):
             b, s, d = x.shape
             return x.reshape(b, s, n_heads, d // n_heads).transpose(1, 2).squeeze(1)
-        ''', r"one head and a batch of one"),
-    "split: heads of width 1": ("split_heads", '''
+        """,
+        r"one head and a batch of one",
+    ),
+    "split: heads of width 1": (
+        "split_heads",
+        """
         def split_heads(x, n_heads):
             b, s, d = x.shape
             return x.reshape(b, s, n_heads, d // n_heads).transpose(1, 2).squeeze(-1)
-        ''', r"heads of width 1, x \(2, 3, 8\)"),
-    "split: a single position": ("split_heads", '''
+        """,
+        r"heads of width 1, x \(2, 3, 8\)",
+    ),
+    "split: a single position": (
+        "split_heads",
+        """
         def split_heads(x, n_heads):
             b, s, d = x.shape
             return x.reshape(b, s, n_heads, d // n_heads).transpose(1, 2).squeeze(2)
-        ''', r"a single position, x \(3, 1, 6\)"),
-    "merge: numbers copied through float32": ("merge_heads", '''
+        """,
+        r"a single position, x \(3, 1, 6\)",
+    ),
+    "merge: numbers copied through float32": (
+        "merge_heads",
+        """
         def merge_heads(x):
             b, h, s, dh = x.shape
             out = torch.zeros(b, s, h * dh)
             for i in range(h):
                 out[:, :, i * dh:(i + 1) * dh] = x[:, i]
             return out
-        ''', r"merge_heads changed the numbers for x of shape \(2, 3, 5, 4\) in float64"),
-    "merge: a batch of one": ("merge_heads", '''
+        """,
+        r"merge_heads changed the numbers for x of shape \(2, 3, 5, 4\) in float64",
+    ),
+    "merge: a batch of one": (
+        "merge_heads",
+        """
         def merge_heads(x):
             return torch.cat([x[:, i] for i in range(x.shape[1])], dim=-1).squeeze(0)
-        ''', r"one head and a batch of one"),
-    "merge: a single position": ("merge_heads", '''
+        """,
+        r"one head and a batch of one",
+    ),
+    "merge: a single position": (
+        "merge_heads",
+        """
         def merge_heads(x):
             return torch.cat([x[:, i] for i in range(x.shape[1])], dim=-1).squeeze(1)
-        ''', r"one position and heads of width 1"),
-    "param count: bias by keyword": ("mha_param_count", '''
+        """,
+        r"one position and heads of width 1",
+    ),
+    "param count: bias by keyword": (
+        "mha_param_count",
+        """
         def mha_param_count(d_model, n_heads, biases=True):
             return 4 * d_model * d_model + (4 * d_model if biases else 0)
-        ''', r"bias=False\) \(keep the parameter name bias\)"),
-    "mha: a batch of one and one head, float32": ("multi_head_attention", '''
+        """,
+        r"bias=False\) \(keep the parameter name bias\)",
+    ),
+    "mha: a batch of one and one head, float32": (
+        "multi_head_attention",
+        """
         def multi_head_attention(x, w_q, w_k, w_v, w_o, n_heads, mask=None):
             b, s, d = x.shape
             split = lambda t: t.reshape(b, s, n_heads, d // n_heads).transpose(1, 2)
@@ -299,8 +429,12 @@ FORMS = {
             weights = torch.softmax(scores, dim=-1)
             out = (weights @ v).transpose(1, 2).reshape(b, s, d) @ w_o
             return out, weights.squeeze()
-        ''', r"a batch of one and one head, x \(1, 5, 6\) float32"),
-    "mha: heads of width 1": ("multi_head_attention", '''
+        """,
+        r"a batch of one and one head, x \(1, 5, 6\) float32",
+    ),
+    "mha: heads of width 1": (
+        "multi_head_attention",
+        """
         def multi_head_attention(x, w_q, w_k, w_v, w_o, n_heads, mask=None):
             b, s, d = x.shape
             split = lambda t: t.reshape(b, s, n_heads, d // n_heads).transpose(1, 2).squeeze(-1)
@@ -311,8 +445,12 @@ FORMS = {
             weights = torch.softmax(scores, dim=-1)
             out = (weights @ v).transpose(1, 2).reshape(b, s, d) @ w_o
             return out, weights
-        ''', r"heads of width 1, x \(3, 4, 6\)"),
-    "mha: a padding mask (batch, 1, 1, seq)": ("multi_head_attention", '''
+        """,
+        r"heads of width 1, x \(3, 4, 6\)",
+    ),
+    "mha: a padding mask (batch, 1, 1, seq)": (
+        "multi_head_attention",
+        """
         def multi_head_attention(x, w_q, w_k, w_v, w_o, n_heads, mask=None):
             b, s, d = x.shape
             split = lambda t: t.reshape(b, s, n_heads, d // n_heads).transpose(1, 2)
@@ -322,8 +460,12 @@ FORMS = {
                 scores[..., ~mask] = float("-inf")
             weights = torch.softmax(scores, dim=-1)
             return (weights @ v).transpose(1, 2).reshape(b, s, d) @ w_o, weights
-        ''', r"a padding mask of shape \(2, 1, 1, 5\)"),
-    "mha: a (batch, 1, seq, seq) mask": ("multi_head_attention", '''
+        """,
+        r"a padding mask of shape \(2, 1, 1, 5\)",
+    ),
+    "mha: a (batch, 1, seq, seq) mask": (
+        "multi_head_attention",
+        """
         def multi_head_attention(x, w_q, w_k, w_v, w_o, n_heads, mask=None):
             b, s, d = x.shape
             split = lambda t: t.reshape(b, s, n_heads, d // n_heads).transpose(1, 2)
@@ -335,8 +477,12 @@ FORMS = {
                 scores = scores.masked_fill(~mask, float("-inf"))
             weights = torch.softmax(scores, dim=-1)
             return (weights @ v).transpose(1, 2).reshape(b, s, d) @ w_o, weights
-        ''', r"a mask of shape \(2, 1, 5, 5\)"),
-    "mha: a (batch, n_heads, seq, seq) mask": ("multi_head_attention", '''
+        """,
+        r"a mask of shape \(2, 1, 5, 5\)",
+    ),
+    "mha: a (batch, n_heads, seq, seq) mask": (
+        "multi_head_attention",
+        """
         def multi_head_attention(x, w_q, w_k, w_v, w_o, n_heads, mask=None):
             d_head = x.shape[-1] // n_heads
             outputs, patterns = [], []
@@ -351,8 +497,12 @@ FORMS = {
                 patterns.append(w)
                 outputs.append(w @ v)
             return torch.cat(outputs, dim=-1) @ w_o, torch.stack(patterns, dim=1)
-        ''', r"a mask of shape \(2, 3, 5, 5\), one per head.*mask\[:, i\]"),
-    "mha: a 3-D (n_heads, seq, seq) mask": ("multi_head_attention", '''
+        """,
+        r"a mask of shape \(2, 3, 5, 5\), one per head.*mask\[:, i\]",
+    ),
+    "mha: a 3-D (n_heads, seq, seq) mask": (
+        "multi_head_attention",
+        """
         def multi_head_attention(x, w_q, w_k, w_v, w_o, n_heads, mask=None):
             b, s, d = x.shape
             split = lambda t: t.reshape(b, s, n_heads, d // n_heads).transpose(1, 2)
@@ -364,8 +514,12 @@ FORMS = {
                 scores = scores.masked_fill(~mask, float("-inf"))
             weights = torch.softmax(scores, dim=-1)
             return (weights @ v).transpose(1, 2).reshape(b, s, d) @ w_o, weights
-        ''', r"a 3-D mask of shape \(3, 5, 5\) = \(n_heads, seq, seq\)"),
-    "mha: a 3-D (1, seq, seq) mask": ("multi_head_attention", '''
+        """,
+        r"a 3-D mask of shape \(3, 5, 5\) = \(n_heads, seq, seq\)",
+    ),
+    "mha: a 3-D (1, seq, seq) mask": (
+        "multi_head_attention",
+        """
         def multi_head_attention(x, w_q, w_k, w_v, w_o, n_heads, mask=None):
             d_head = x.shape[-1] // n_heads
             outputs, patterns = [], []
@@ -383,8 +537,12 @@ FORMS = {
                 patterns.append(w)
                 outputs.append(w @ v)
             return torch.cat(outputs, dim=-1) @ w_o, torch.stack(patterns, dim=1)
-        ''', r"a 3-D mask of shape \(1, 5, 5\)"),
-    "mha: float32 with a mask": ("multi_head_attention", '''
+        """,
+        r"a 3-D mask of shape \(1, 5, 5\)",
+    ),
+    "mha: float32 with a mask": (
+        "multi_head_attention",
+        """
         def multi_head_attention(x, w_q, w_k, w_v, w_o, n_heads, mask=None):
             b, s, d = x.shape
             split = lambda t: t.reshape(b, s, n_heads, d // n_heads).transpose(1, 2)
@@ -394,33 +552,57 @@ FORMS = {
                 scores = scores.masked_fill(~mask, -1e300)
             weights = torch.softmax(scores, dim=-1)
             return (weights @ v).transpose(1, 2).reshape(b, s, d) @ w_o, weights
-        ''', r"float32 inputs with a \(3, 1, 1, 4\) padding mask"),
+        """,
+        r"float32 inputs with a \(3, 1, 1, 4\) padding mask",
+    ),
     # ------------------------------------------------------------------------------------------- exercise 4
-    "mean entropy: a leading axis of size 1": ("mean_attention_entropy", '''
+    "mean entropy: a leading axis of size 1": (
+        "mean_attention_entropy",
+        """
         def mean_attention_entropy(weights):
             return (-torch.special.xlogy(weights, weights).sum(dim=-1).mean(dim=-1)).squeeze()
-        ''', r"weights of shape \(2, 1, 3, 5\) with zeros.*no squeeze"),
-    "mean entropy: float32": ("mean_attention_entropy", '''
+        """,
+        r"weights of shape \(2, 1, 3, 5\) with zeros.*no squeeze",
+    ),
+    "mean entropy: float32": (
+        "mean_attention_entropy",
+        """
         def mean_attention_entropy(weights):
             return -(weights * weights.clamp(min=1e-300).log()).sum(dim=-1).mean(dim=-1)
-        ''', r"float32 weights of shape \(2, 1, 3, 5\)"),
-    "mean entropy: 3-D weights": ("mean_attention_entropy", '''
+        """,
+        r"float32 weights of shape \(2, 1, 3, 5\)",
+    ),
+    "mean entropy: 3-D weights": (
+        "mean_attention_entropy",
+        """
         def mean_attention_entropy(weights):
             rows = -torch.special.xlogy(weights, weights)
             return rows.sum(dim=1).mean(dim=0) if weights.dim() == 2 else rows.sum(dim=3).mean(dim=2)
-        ''', r"3-D weights of shape \(2, 3, 5\)"),
-    "offset: more queries than keys": ("offset_attention", '''
+        """,
+        r"3-D weights of shape \(2, 3, 5\)",
+    ),
+    "offset: more queries than keys": (
+        "offset_attention",
+        """
         def offset_attention(weights, offset):
             n = min(weights.shape[-2], weights.shape[-1])
             valid = [i for i in range(n) if 0 <= i + offset < weights.shape[-1]]
             return torch.stack([weights[..., i, i + offset] for i in valid], dim=-1).mean(dim=-1)
-        ''', r"more queries than keys, offset −3"),
-    "offset: no leading axes": ("offset_attention", '''
+        """,
+        r"more queries than keys, offset −3",
+    ),
+    "offset: no leading axes": (
+        "offset_attention",
+        """
         def offset_attention(weights, offset):
             flat = weights.flatten(0, -3)  # (heads, seq_q, seq_k)
             return flat.diagonal(offset=offset, dim1=1, dim2=2).mean(dim=-1).reshape(weights.shape[:-2])
-        ''', r"2-D weights \(4, 6\) with no leading axes"),
-    "offset: offset 0": ("offset_attention", '''
+        """,
+        r"2-D weights \(4, 6\) with no leading axes",
+    ),
+    "offset: offset 0": (
+        "offset_attention",
+        """
         def offset_attention(weights, offset):
             seq_q, seq_k = weights.shape[-2:]
             if offset > 0:
@@ -429,28 +611,42 @@ FORMS = {
                 queries = range(-offset, min(seq_q, seq_k - offset))
             queries = list(queries)
             return weights[..., queries, [i + offset for i in queries]].mean(dim=-1)
-        ''', r"offset 0 \(the token itself\)"),
-    "relation accuracy: several layers": ("relation_accuracy", '''
+        """,
+        r"offset 0 \(the token itself\)",
+    ),
+    "relation accuracy: several layers": (
+        "relation_accuracy",
+        """
         def relation_accuracy(weights, arcs):
             w = weights[0]  # (n_heads, seq, seq)
             w = w.masked_fill(torch.eye(w.shape[-1], dtype=torch.bool), float("-inf"))
             predicted = w.argmax(dim=-1)
             hits = torch.stack([predicted[:, d] == h for d, h in arcs], dim=-1)
             return hits.float().mean(dim=-1).unsqueeze(0)
-        ''', r"three layers"),
-    "relation accuracy: a single arc": ("relation_accuracy", '''
+        """,
+        r"three layers",
+    ),
+    "relation accuracy: a single arc": (
+        "relation_accuracy",
+        """
         def relation_accuracy(weights, arcs):
             deps, heads = torch.tensor(arcs).squeeze().t()
             w = weights.masked_fill(torch.eye(weights.shape[-1], dtype=torch.bool), float("-inf"))
             return (w.argmax(dim=-1)[..., deps] == heads).float().mean(dim=-1)
-        ''', r"a single arc"),
-    "relation accuracy: float32": ("relation_accuracy", '''
+        """,
+        r"a single arc",
+    ),
+    "relation accuracy: float32": (
+        "relation_accuracy",
+        """
         def relation_accuracy(weights, arcs):
             w = weights.masked_fill(torch.eye(weights.shape[-1], dtype=torch.bool), -1e300)
             deps = torch.tensor([d for d, _ in arcs])
             heads = torch.tensor([h for _, h in arcs])
             return (w.argmax(dim=-1)[..., deps] == heads).float().mean(dim=-1)
-        ''', r"float32 weights \(3, 2, 5, 5\)"),
+        """,
+        r"float32 weights \(3, 2, 5, 5\)",
+    ),
 }
 
 
@@ -469,13 +665,16 @@ def test_every_check_with_added_forms_has_an_answer_that_misses_each():
 
 
 def test_a_float_returning_head_dim_fails_the_visible_check_and_the_hidden_tests():
-    student = _define('''
+    student = _define(
+        """
         def head_dim(d_model, n_heads):
             if not isinstance(d_model, int) or not isinstance(n_heads, int) or isinstance(d_model, bool) \\
                     or isinstance(n_heads, bool) or d_model <= 0 or n_heads <= 0 or d_model % n_heads:
                 raise ValueError("invalid")
             return d_model / n_heads
-        ''', "head_dim")
+        """,
+        "head_dim",
+    )
     with pytest.raises(AssertionError, match=r"returned 64\.0, a float"):
         mh.checks.check_head_dim(student)
     hidden = _hidden_tests("03_head_size", "test_head_dim")
@@ -487,12 +686,15 @@ def test_the_hidden_head_dim_tests_refuse_non_int_arguments():
     hidden = _hidden_tests("03_head_size", "test_head_dim")
     for bad in ("isinstance(d_model, int)", "isinstance(d_model, int) and not isinstance(d_model, bool)"):
         # an answer that checks d_model's type but not n_heads' (or forgets bool) must lose the point
-        student = _define(f'''
+        student = _define(
+            f"""
             def head_dim(d_model, n_heads):
                 if not ({bad}) or d_model <= 0 or n_heads <= 0 or d_model % n_heads:
                     raise ValueError("invalid")
                 return int(d_model // n_heads)
-            ''', "head_dim")
+            """,
+            "head_dim",
+        )
         with pytest.raises(AssertionError, match=r"expected a ValueError"):
             exec(hidden, {"torch": torch, "math": math, "mh": mh, "head_dim": student})  # noqa: S102
     namespace = _solution_namespace("03_head_size")

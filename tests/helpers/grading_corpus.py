@@ -49,8 +49,10 @@ def answers() -> dict[str, str]:
         meta = cell.metadata.get("nbgrader", {})
         if meta.get("solution") and cell.cell_type == "code":
             found[meta["grade_id"]] = "\n".join(
-                line for line in cell.source.splitlines() if "### BEGIN SOLUTION" not in line
-                and "### END SOLUTION" not in line)
+                line
+                for line in cell.source.splitlines()
+                if "### BEGIN SOLUTION" not in line and "### END SOLUTION" not in line
+            )
     return found
 
 
@@ -97,15 +99,15 @@ def strip_nbgrader(nb) -> nbformat.NotebookNode:
     return nb
 
 
-NO_SCALE = '''def scaled_dot_product_attention(q, k, v, mask=None):
+NO_SCALE = """def scaled_dot_product_attention(q, k, v, mask=None):
     scores = q @ k.transpose(-2, -1)
     if mask is not None:
         scores = scores.masked_fill(~mask, float("-inf"))
     weights = softmax(scores)
-    return weights @ v, weights'''
-OVERFLOWS = '''def softmax(scores):
+    return weights @ v, weights"""
+OVERFLOWS = """def softmax(scores):
     e = scores.exp()
-    return e / e.sum(dim=-1, keepdim=True)'''
+    return e / e.sum(dim=-1, keepdim=True)"""
 
 
 def hostile_code(out: Path, submissions: Path, marker: str) -> dict[str, str]:
@@ -114,21 +116,31 @@ def hostile_code(out: Path, submissions: Path, marker: str) -> dict[str, str]:
     The printed lines are assembled from pieces (``"blocked", "read"``) so that the feedback's copy of the source
     code cannot satisfy a check for the output.
     """
-    targets = [ROOT / "solutions" / EX1 / f"{EX1}.ipynb", out / ".work" / "course" / "gradebook.db",
-               out / ".work" / "course" / "solutions" / EX1 / f"{EX1}.ipynb", submissions / "correct"]
-    reads = f'''
+    targets = [
+        ROOT / "solutions" / EX1 / f"{EX1}.ipynb",
+        out / ".work" / "course" / "gradebook.db",
+        out / ".work" / "course" / "solutions" / EX1 / f"{EX1}.ipynb",
+        submissions / "correct",
+    ]
+    others = str(out / ".work" / "worker-*" / "submitted-*" / "*" / "*" / "*.ipynb")
+    reads = f"""
 import glob, os
-for path in {[str(t) for t in targets]!r} + glob.glob({str(out / ".work" / "worker-*" / "submitted-*" / "*" / "*" / "*.ipynb")!r}):
+for path in {[str(t) for t in targets]!r} + glob.glob({others!r}):
     try:
         data = open(path, "rb").read(200) if os.path.isfile(path) else os.listdir(path)
         print("LEAK" + "ED", path, str(data)[:60])
     except OSError as exc:
         print("blocked", "read", type(exc).__name__)
 print("neighbours visible:", len(glob.glob({str(out / ".work" / "*" / "autograded" / "*")!r})))
-'''
-    write_targets = [out / f"{marker}.txt", submissions / f"{marker}.txt", Path("/tmp") / f"{marker}.txt",
-                     ROOT / f"{marker}.txt", Path.home() / f"{marker}.txt"]
-    writes = f'''
+"""
+    write_targets = [
+        out / f"{marker}.txt",
+        submissions / f"{marker}.txt",
+        Path("/tmp") / f"{marker}.txt",
+        ROOT / f"{marker}.txt",
+        Path.home() / f"{marker}.txt",
+    ]
+    writes = f"""
 for path in {[str(t) for t in write_targets]!r}:
     try:
         with open(path, "w") as f:
@@ -136,7 +148,7 @@ for path in {[str(t) for t in write_targets]!r}:
         print("WRO" + "TE", path)
     except OSError as exc:
         print("blocked", "write", type(exc).__name__)
-'''
+"""
     return {"reads": reads, "writes": writes}
 
 
@@ -148,79 +160,196 @@ def build(submissions: Path, out: Path, marker: str = "mh-pwned") -> list[Case]:
     def add(case: Case, nb=None, raw: bytes | None = None, name: str | None = None):
         if nb is not None or raw is not None:
             content = raw if raw is not None else dump(nb)
-            case.files[name or (f"{case.student}/{EX1}.ipynb" if len(cases) % 2 else f"{case.student}__{EX1}.ipynb")] = content
+            case.files[
+                name or (f"{case.student}/{EX1}.ipynb" if len(cases) % 2 else f"{case.student}__{EX1}.ipynb")
+            ] = content
         cases.append(case)
 
     add(Case("correct", "the reference answers", "graded", FULL), good)
-    add(Case("partial", "attention without 1/sqrt(d_k)", "graded", 4.0),
-        answered({"scaled_dot_product_attention": NO_SCALE}))
+    add(
+        Case("partial", "attention without 1/sqrt(d_k)", "graded", 4.0),
+        answered({"scaled_dot_product_attention": NO_SCALE}),
+    )
     add(Case("blank", "the release handed back untouched", "graded", 0.0), release())
-    add(Case("colab", "correct, Colab format (nbformat 4.0, no ids)", "graded", FULL,
-             problems_have=("converted to 4.5",)), raw=colab(good))
-    add(Case("stripped", "correct, all nbgrader metadata stripped", "repaired", FULL,
-             problems_have=("re-attached (by id)",)), strip_nbgrader(good))
-    add(Case("stripped_colab", "correct, metadata stripped and Colab format", "repaired", FULL,
-             problems_have=("re-attached (by alignment)",)), raw=colab(strip_nbgrader(good)))
+    add(
+        Case(
+            "colab", "correct, Colab format (nbformat 4.0, no ids)", "graded", FULL, problems_have=("converted to 4.5",)
+        ),
+        raw=colab(good),
+    )
+    add(
+        Case(
+            "stripped",
+            "correct, all nbgrader metadata stripped",
+            "repaired",
+            FULL,
+            problems_have=("re-attached (by id)",),
+        ),
+        strip_nbgrader(good),
+    )
+    add(
+        Case(
+            "stripped_colab",
+            "correct, metadata stripped and Colab format",
+            "repaired",
+            FULL,
+            problems_have=("re-attached (by alignment)",),
+        ),
+        raw=colab(strip_nbgrader(good)),
+    )
     dup = copy.deepcopy(good)
     i = cell_index(dup, "softmax")
     dup.cells.insert(i + 1, copy.deepcopy(dup.cells[i]))
     dup.cells[i + 1].id = "copy-of-softmax"
-    add(Case("duplicated", "answer cell copied (duplicated grade id)", "repaired", FULL,
-             problems_have=("copied cell with grade id softmax",)), dup)
+    add(
+        Case(
+            "duplicated",
+            "answer cell copied (duplicated grade id)",
+            "repaired",
+            FULL,
+            problems_have=("copied cell with grade id softmax",),
+        ),
+        dup,
+    )
     deleted = answered({"softmax": OVERFLOWS})
     del deleted.cells[cell_index(deleted, "test_softmax")]
-    add(Case("deleted_test", "softmax overflows and its test cell was deleted", "repaired", 6.0,
-             problems_have=("test cell test_softmax deleted: restored",)), deleted)
+    add(
+        Case(
+            "deleted_test",
+            "softmax overflows and its test cell was deleted",
+            "repaired",
+            6.0,
+            problems_have=("test cell test_softmax deleted: restored",),
+        ),
+        deleted,
+    )
     edited = answered({"scaled_dot_product_attention": NO_SCALE})
     j = cell_index(edited, "test_scaled_dot_product_attention")
     edited.cells[j].source = "pass"
     edited.cells[j].metadata.nbgrader["points"] = 100
-    add(Case("edited_test", "wrong attention, its test replaced by `pass`, points set to 100", "repaired", 4.0,
-             problems_have=("edited: restored",)), edited)
-    add(Case("extra_cells", "correct plus the student's own cells", "graded", FULL, problems_have=("extra cell",)),
-        with_extra(with_extra(good, "print('my own experiment')", after="softmax"), "x = 1 + 1"))
-    case = Case("two_notebooks", "a blank draft and, newer, the correct notebook", "repaired", FULL,
-                problems_have=("2 notebooks handed in: graded two_notebooks/final.ipynb",))
+    add(
+        Case(
+            "edited_test",
+            "wrong attention, its test replaced by `pass`, points set to 100",
+            "repaired",
+            4.0,
+            problems_have=("edited: restored",),
+        ),
+        edited,
+    )
+    add(
+        Case("extra_cells", "correct plus the student's own cells", "graded", FULL, problems_have=("extra cell",)),
+        with_extra(with_extra(good, "print('my own experiment')", after="softmax"), "x = 1 + 1"),
+    )
+    case = Case(
+        "two_notebooks",
+        "a blank draft and, newer, the correct notebook",
+        "repaired",
+        FULL,
+        problems_have=("2 notebooks handed in: graded two_notebooks/final.ipynb",),
+    )
     case.files = {"two_notebooks/draft.ipynb": dump(release()), "two_notebooks/final.ipynb": dump(good)}
     case.mtimes = {"two_notebooks/draft.ipynb": 1_700_000_000.0, "two_notebooks/final.ipynb": 1_700_100_000.0}
     cases.append(case)
     other = copy.deepcopy(good)
     other.metadata["manyheads"]["exercise"] = "02_representation_subspaces"
-    add(Case("wrong_assignment", "a notebook of another assignment", "failed", None,
-             problems_have=("wrong assignment",)), other)
-    add(Case("truncated", "invalid JSON (a truncated download)", "failed", None, problems_have=("not valid JSON",)),
-        raw=dump(good)[:5000])
-    add(Case("not_notebook", "valid JSON but not a notebook", "failed", None, problems_have=("not a Jupyter",)),
-        raw=b'{"hello": "world"}')
-    add(Case("infinite_loop", "correct, then a cell that never ends", "graded", FULL,
-             problems_have=("time limit",)),
-        with_extra(good, "while True:\n    pass"))
-    add(Case("memory_bomb", "correct, then a 20 GiB allocation", "graded", FULL, feedback_has=("MemoryError",),
-             problems_have=("out of memory",)),
-        with_extra(good, "hog = bytearray(20 * 2**30)"))
-    add(Case("kills_kernel", "kills its own kernel", "failed", None, problems_have=("kernel died",)),
-        with_extra(good, "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)", after="softmax"))
-    add(Case("huge_output", "correct, then prints 50 MB", "graded", FULL, feedback_has=("output cut by the grader",),
-             problems_have=("output cut",)),
-        with_extra(good, "print('x' * 50_000_000)"))
-    add(Case("network", "correct, then calls out to the network", "graded", FULL, feedback_has=("network blocked",)),
-        with_extra(good, "import urllib.request\ntry:\n    urllib.request.urlopen('http://93.184.215.14', timeout=5)\n"
-                         "    print('LEAK' + 'ED network open')\nexcept Exception as exc:\n"
-                         "    print('network', 'blocked', type(exc).__name__)"))
-    add(Case("fork_bomb", "correct, then forks until something stops it", "graded", FULL,
-             feedback_has=("fork blocked after",)),
-        with_extra(good, "import os, time\nchildren = 0\ntry:\n    while children < 100_000:\n"
-                         "        if os.fork() == 0:\n            time.sleep(600)\n            os._exit(0)\n"
-                         "        children += 1\n    print('LEAK' + 'ED: no process limit')\nexcept OSError as exc:\n"
-                         "    print('fork', 'blocked after', children, type(exc).__name__)"))
+    add(
+        Case(
+            "wrong_assignment", "a notebook of another assignment", "failed", None, problems_have=("wrong assignment",)
+        ),
+        other,
+    )
+    add(
+        Case("truncated", "invalid JSON (a truncated download)", "failed", None, problems_have=("not valid JSON",)),
+        raw=dump(good)[:5000],
+    )
+    add(
+        Case("not_notebook", "valid JSON but not a notebook", "failed", None, problems_have=("not a Jupyter",)),
+        raw=b'{"hello": "world"}',
+    )
+    add(
+        Case("infinite_loop", "correct, then a cell that never ends", "graded", FULL, problems_have=("time limit",)),
+        with_extra(good, "while True:\n    pass"),
+    )
+    add(
+        Case(
+            "memory_bomb",
+            "correct, then a 20 GiB allocation",
+            "graded",
+            FULL,
+            feedback_has=("MemoryError",),
+            problems_have=("out of memory",),
+        ),
+        with_extra(good, "hog = bytearray(20 * 2**30)"),
+    )
+    add(
+        Case("kills_kernel", "kills its own kernel", "failed", None, problems_have=("kernel died",)),
+        with_extra(good, "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)", after="softmax"),
+    )
+    add(
+        Case(
+            "huge_output",
+            "correct, then prints 50 MB",
+            "graded",
+            FULL,
+            feedback_has=("output cut by the grader",),
+            problems_have=("output cut",),
+        ),
+        with_extra(good, "print('x' * 50_000_000)"),
+    )
+    add(
+        Case("network", "correct, then calls out to the network", "graded", FULL, feedback_has=("network blocked",)),
+        with_extra(
+            good,
+            "import urllib.request\ntry:\n    urllib.request.urlopen('http://93.184.215.14', timeout=5)\n"
+            "    print('LEAK' + 'ED network open')\nexcept Exception as exc:\n"
+            "    print('network', 'blocked', type(exc).__name__)",
+        ),
+    )
+    add(
+        Case(
+            "fork_bomb",
+            "correct, then forks until something stops it",
+            "graded",
+            FULL,
+            feedback_has=("fork blocked after",),
+        ),
+        with_extra(
+            good,
+            "import os, time\nchildren = 0\ntry:\n    while children < 100_000:\n"
+            "        if os.fork() == 0:\n            time.sleep(600)\n            os._exit(0)\n"
+            "        children += 1\n    print('LEAK' + 'ED: no process limit')\nexcept OSError as exc:\n"
+            "    print('fork', 'blocked after', children, type(exc).__name__)",
+        ),
+    )
     attacks = hostile_code(out, submissions, marker)
-    add(Case("reads_secrets", "tries to read the solutions, the gradebook and neighbours", "graded", FULL,
-             feedback_has=("blocked read", "neighbours visible: 0")), with_extra(good, attacks["reads"]))
-    add(Case("writes_outside", "tries to write outside its scratch folder", "graded", FULL,
-             feedback_has=("blocked write",)), with_extra(good, attacks["writes"]))
-    cheat = answered({"attention_entropy": "def attention_entropy(weights):\n    return weights.sum(dim=-1) * 0\n"
-                                           "mh.checks.check_attention_entropy = lambda f: print('all visible checks passed')\n"
-                                           "import builtins\nbuiltins.print('patched the check')"})
+    add(
+        Case(
+            "reads_secrets",
+            "tries to read the solutions, the gradebook and neighbours",
+            "graded",
+            FULL,
+            feedback_has=("blocked read", "neighbours visible: 0"),
+        ),
+        with_extra(good, attacks["reads"]),
+    )
+    add(
+        Case(
+            "writes_outside",
+            "tries to write outside its scratch folder",
+            "graded",
+            FULL,
+            feedback_has=("blocked write",),
+        ),
+        with_extra(good, attacks["writes"]),
+    )
+    cheat = answered(
+        {
+            "attention_entropy": "def attention_entropy(weights):\n    return weights.sum(dim=-1) * 0\n"
+            "mh.checks.check_attention_entropy = lambda f: print('all visible checks passed')\n"
+            "import builtins\nbuiltins.print('patched the check')"
+        }
+    )
     add(Case("monkeypatch", "wrong entropy, patches the visible check the test cell calls", "graded", 6.0), cheat)
     for case in cases:
         for name, content in case.files.items():
@@ -234,8 +363,11 @@ def build(submissions: Path, out: Path, marker: str = "mh-pwned") -> list[Case]:
 
 def build_plain(submissions: Path, n: int) -> list[Case]:
     """``n`` ordinary submissions (correct, partly correct, blank in turn) for the benchmark."""
-    kinds = [("graded", FULL, answered()), ("graded", 4.0, answered({"scaled_dot_product_attention": NO_SCALE})),
-             ("graded", 0.0, release())]
+    kinds = [
+        ("graded", FULL, answered()),
+        ("graded", 4.0, answered({"scaled_dot_product_attention": NO_SCALE})),
+        ("graded", 0.0, release()),
+    ]
     cases = []
     for i in range(n):
         status, score, nb = kinds[i % 3]
@@ -249,5 +381,11 @@ def build_plain(submissions: Path, n: int) -> list[Case]:
 def run_grade(*args: str, env: dict | None = None, timeout: float = 1200) -> subprocess.CompletedProcess:
     env = {**os.environ, **(env or {})}
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
-    return subprocess.run([sys.executable, "-m", "manyheads.course.grading", "grade", *args], capture_output=True,
-                          text=True, env=env, timeout=timeout, cwd=ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "manyheads.course.grading", "grade", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=timeout,
+        cwd=ROOT,
+    )

@@ -76,11 +76,26 @@ def test_head_view_draws_offline_in_chromium(tmp_path):
     page.write_text(f"<!DOCTYPE html><html><body>{html}</body></html>", encoding="utf-8")
     profile = tmp_path / "profile"
     dom = subprocess.run(
-        [chromium, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-sync",
-         "--disable-background-networking", "--disable-component-update", f"--user-data-dir={profile}",
-         "--host-resolver-rules=MAP * ~NOTFOUND", "--allow-file-access-from-files", "--virtual-time-budget=15000",
-         "--dump-dom", page.as_uri()],
-        capture_output=True, text=True, timeout=120, env={**os.environ},
+        [
+            chromium,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-sync",
+            "--disable-background-networking",
+            "--disable-component-update",
+            f"--user-data-dir={profile}",
+            "--host-resolver-rules=MAP * ~NOTFOUND",
+            "--allow-file-access-from-files",
+            "--virtual-time-budget=15000",
+            "--dump-dom",
+            page.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ},
     ).stdout
     assert "<svg" in dom, "d3 drew nothing: the vendored d3/jQuery/require.js did not load"
     assert re.search(r"<text[^>]*>zebra</text>", dom), "the tokens were not drawn"

@@ -177,8 +177,14 @@ def _tiny_checkpoint(directory, bundled, hidden_act):
     from transformers import BertConfig, BertForMaskedLM
 
     config = BertConfig(
-        vocab_size=30522, hidden_size=48, num_hidden_layers=2, num_attention_heads=3, intermediate_size=80,
-        hidden_act=hidden_act, max_position_embeddings=64, attn_implementation="eager",
+        vocab_size=30522,
+        hidden_size=48,
+        num_hidden_layers=2,
+        num_attention_heads=3,
+        intermediate_size=80,
+        hidden_act=hidden_act,
+        max_position_embeddings=64,
+        attn_implementation="eager",
     )
     torch.manual_seed(0)
     full = BertForMaskedLM(config).eval()
@@ -216,8 +222,16 @@ def test_loading_rejects_wrong_checkpoints(model):
     from manyheads.models.bert import BertConfig
 
     with pytest.raises(ValueError, match="hidden_act"):
-        BertConfig.from_hf({"hidden_act": "relu", "vocab_size": 1, "hidden_size": 1, "num_hidden_layers": 1,
-                            "num_attention_heads": 1, "intermediate_size": 1})
+        BertConfig.from_hf(
+            {
+                "hidden_act": "relu",
+                "vocab_size": 1,
+                "hidden_size": 1,
+                "num_hidden_layers": 1,
+                "num_attention_heads": 1,
+                "intermediate_size": 1,
+            }
+        )
 
 
 def _hf_names_of(model):

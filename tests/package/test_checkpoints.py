@@ -1,5 +1,5 @@
-"""manyheads.models.checkpoints and manyheads.models.tokenizer: finding and verifying the offline model, local checkpoint
-directories, hub names failing cleanly offline, and tokenization equal to transformers' tokenizer."""
+"""manyheads.models.checkpoints and manyheads.models.tokenizer: finding and verifying the offline model, local
+checkpoint directories, hub names failing cleanly offline, and tokenization equal to transformers' tokenizer."""
 
 import os
 import subprocess
@@ -110,9 +110,7 @@ _HUB_SCRIPT = textwrap.dedent(
 def test_hub_name_offline_fails_clearly_and_fast(tmp_path, env):
     # A subprocess: huggingface_hub reads these variables when it is imported.
     full_env = {**os.environ, "HF_HOME": str(tmp_path / "hf"), **env}
-    done = subprocess.run(
-        [sys.executable, "-c", _HUB_SCRIPT], env=full_env, capture_output=True, text=True, timeout=60
-    )
+    done = subprocess.run([sys.executable, "-c", _HUB_SCRIPT], env=full_env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert "CLEAN ERROR: Could not get 'bert-base-uncased'" in done.stdout
     assert "bundled model" in done.stdout
@@ -122,7 +120,9 @@ def test_pytorch_bin_is_read_without_pickle_code(tmp_path):
     state = {"bert.embeddings.word_embeddings.weight": torch.randn(3, 2)}
     torch.save(state, tmp_path / "pytorch_model.bin")
     loaded = pretrained.read_state_dict(tmp_path)
-    assert torch.equal(loaded["bert.embeddings.word_embeddings.weight"], state["bert.embeddings.word_embeddings.weight"])
+    assert torch.equal(
+        loaded["bert.embeddings.word_embeddings.weight"], state["bert.embeddings.word_embeddings.weight"]
+    )
 
 
 # ------------------------------------------------------------------------------------------- tokenization
@@ -144,7 +144,7 @@ def test_tokenizer_matches_transformers(tokenizer, bundled):
     assert torch.equal(batch.input_ids, expected["input_ids"])
     assert torch.equal(batch.attention_mask, expected["attention_mask"])
     assert torch.equal(batch.token_type_ids, expected["token_type_ids"])
-    for row, text in enumerate(SENTENCES):
+    for row in range(len(SENTENCES)):
         assert batch.tokens[row] == reference.convert_ids_to_tokens(expected["input_ids"][row][: batch.lengths[row]])
 
 

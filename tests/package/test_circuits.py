@@ -1,4 +1,4 @@
-"""manyheads.analysis.circuits: per-head weights, QK circuits and scores agree with the module; principal angles; ranks."""
+"""manyheads.analysis.circuits: per-head weights, QK circuits and scores agree with the module; angles; ranks."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import math
 import pytest
 import torch
 
-from manyheads.attention import MultiHeadAttention, split_heads
 from manyheads.analysis import circuits as sub
+from manyheads.attention import MultiHeadAttention, split_heads
 
 
 def _mha(d_model=12, n_heads=3, bias=True, seed=0):
@@ -60,7 +60,9 @@ def test_principal_angles_of_identical_orthogonal_and_partly_shared_subspaces():
     gen = torch.Generator().manual_seed(0)
     a = torch.randn(6, 3, generator=gen, dtype=torch.float64)
     mix = torch.randn(3, 3, generator=gen, dtype=torch.float64)
-    assert torch.allclose(sub.principal_angles(a, a @ mix), torch.zeros(3, dtype=torch.float64), atol=1e-6)  # same span, other basis
+    assert torch.allclose(
+        sub.principal_angles(a, a @ mix), torch.zeros(3, dtype=torch.float64), atol=1e-6
+    )  # same span, other basis
     e = torch.eye(6, dtype=torch.float64)
     assert torch.allclose(sub.principal_angles(e[:, :3], e[:, 3:]), torch.full((3,), math.pi / 2, dtype=torch.float64))
     # span{e0, e1} vs span{e1, cos t e0 + sin t e2}: angles 0 and t, ascending

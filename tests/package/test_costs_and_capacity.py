@@ -8,11 +8,16 @@ import pytest
 import torch
 from torch import nn
 
-from manyheads import costs as headsize
 from manyheads.analysis import capacity
 from manyheads.attention import MultiHeadAttention
 from manyheads.costs import (
-    attention_flops, attention_matrix_bytes, divisors, head_budget, head_dim, kv_cache_bytes, mha_param_count,
+    attention_flops,
+    attention_matrix_bytes,
+    divisors,
+    head_budget,
+    head_dim,
+    kv_cache_bytes,
+    mha_param_count,
 )
 
 
@@ -21,22 +26,25 @@ def test_head_dim_examples():
     assert head_dim(512, 8) == 64 and head_dim(384, 12) == 32 and head_dim(7, 7) == 1 and head_dim(7, 1) == 7
 
 
-@pytest.mark.parametrize("d_model, n_heads, message", [
-    (512, 3, r"n_heads=3 does not divide d_model=512.*\[1, 2, 4, 8, 16, 32, 64, 128, 256, 512\]"),
-    (12, 5, r"valid head counts for d_model=12 are \[1, 2, 3, 4, 6, 12\]"),
-    (0, 4, "d_model must be a positive integer, got 0"),
-    (64, -2, "n_heads must be a positive integer, got -2"),
-    (10, 2.5, "n_heads must be a positive integer, got 2.5"),
-    (True, 1, "d_model must be a positive integer"),
-    (64, True, r"n_heads must be a positive integer, got True \(a bool, not an int\)"),
-    ("64", 2, "d_model must be a positive integer"),
-    ("1024", 16, r"d_model must be a positive integer, got '1024' \(a str, not an int\)"),
-    (1024.0, 16, r"d_model must be a positive integer, got 1024.0 \(a float, not an int\)"),
-    (1024, 16.0, r"n_heads must be a positive integer, got 16.0 \(a float, not an int\)"),
-    (np.float64(1024), 16, "d_model must be a positive integer"),
-    (torch.tensor(1024.0), 16, "d_model must be a positive integer"),
-    (np.bool_(True), 1, "d_model must be a positive integer"),
-])
+@pytest.mark.parametrize(
+    "d_model, n_heads, message",
+    [
+        (512, 3, r"n_heads=3 does not divide d_model=512.*\[1, 2, 4, 8, 16, 32, 64, 128, 256, 512\]"),
+        (12, 5, r"valid head counts for d_model=12 are \[1, 2, 3, 4, 6, 12\]"),
+        (0, 4, "d_model must be a positive integer, got 0"),
+        (64, -2, "n_heads must be a positive integer, got -2"),
+        (10, 2.5, "n_heads must be a positive integer, got 2.5"),
+        (True, 1, "d_model must be a positive integer"),
+        (64, True, r"n_heads must be a positive integer, got True \(a bool, not an int\)"),
+        ("64", 2, "d_model must be a positive integer"),
+        ("1024", 16, r"d_model must be a positive integer, got '1024' \(a str, not an int\)"),
+        (1024.0, 16, r"d_model must be a positive integer, got 1024.0 \(a float, not an int\)"),
+        (1024, 16.0, r"n_heads must be a positive integer, got 16.0 \(a float, not an int\)"),
+        (np.float64(1024), 16, "d_model must be a positive integer"),
+        (torch.tensor(1024.0), 16, "d_model must be a positive integer"),
+        (np.bool_(True), 1, "d_model must be a positive integer"),
+    ],
+)
 def test_head_dim_rejects_invalid_combinations_with_a_helpful_message(d_model, n_heads, message):
     with pytest.raises(ValueError, match=message):
         head_dim(d_model, n_heads)
@@ -47,10 +55,17 @@ def test_head_dim_takes_numpy_and_torch_integers_and_returns_a_python_int(d_mode
     assert head_dim(d_model, n_heads) == 64 and type(head_dim(d_model, n_heads)) is int
 
 
-@pytest.mark.parametrize("call", [
-    lambda: mha_param_count(512.0, 8), lambda: attention_flops(512, 8, 128.0), lambda: attention_matrix_bytes(8, "128"),
-    lambda: kv_cache_bytes(8, 64.0, 100), lambda: head_budget(512, 8, seq_len=1024.0), lambda: divisors(12.0),
-])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda: mha_param_count(512.0, 8),
+        lambda: attention_flops(512, 8, 128.0),
+        lambda: attention_matrix_bytes(8, "128"),
+        lambda: kv_cache_bytes(8, 64.0, 100),
+        lambda: head_budget(512, 8, seq_len=1024.0),
+        lambda: divisors(12.0),
+    ],
+)
 def test_every_cost_function_refuses_non_integer_sizes(call):
     with pytest.raises(ValueError, match="must be a positive integer"):
         call()
@@ -214,5 +229,10 @@ def test_head_budget_explorer_shows_the_numbers_or_explains_the_error():
     assert "n_kv_heads=3 does not divide n_heads=8" in explorer.head_budget_html(512, 8, 3)
     assert explorer.format_bytes(2 * 2**30) == "2 GiB" and explorer.format_count(1_050_624) == "1.05 M"
     widget = explorer.head_budget_widget()
-    assert [c.description for c in widget.children[:5]] == ["d_model", "n_heads", "n_kv_heads", "sequence length",
-                                                               "layers"]
+    assert [c.description for c in widget.children[:5]] == [
+        "d_model",
+        "n_heads",
+        "n_kv_heads",
+        "sequence length",
+        "layers",
+    ]

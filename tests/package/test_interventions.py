@@ -60,16 +60,30 @@ def _tiny_case():
     torch.manual_seed(0)
     model = TinyAttentionModel(vocab_size=8, seq_len=6, d_model=16, n_heads=4).eval()
     generator = torch.Generator().manual_seed(1)
-    return Case(model, torch.randint(0, 8, (3, 6), generator=generator),
-                torch.randint(0, 8, (16, 6), generator=generator), lambda out: out[0], [(0, 1), (0, 3)], 1, 4)
+    return Case(
+        model,
+        torch.randint(0, 8, (3, 6), generator=generator),
+        torch.randint(0, 8, (16, 6), generator=generator),
+        lambda out: out[0],
+        [(0, 1), (0, 3)],
+        1,
+        4,
+    )
 
 
 def _encoder_case(encoder_and_tokenizer):
     model, tokenizer = encoder_and_tokenizer
     batch = tokenizer(["Heads can be removed.", "A longer second sentence, so that the first one is padded."])
     assert len(set(batch.lengths)) > 1
-    return Case(model, batch, tokenizer(SENTENCES), lambda out: out.last_hidden_state,
-                [(0, 1), (0, 11), (3, 0), (3, 1), (3, 2), (5, 6)], 6, 12)
+    return Case(
+        model,
+        batch,
+        tokenizer(SENTENCES),
+        lambda out: out.last_hidden_state,
+        [(0, 1), (0, 11), (3, 0), (3, 1), (3, 2), (5, 6)],
+        6,
+        12,
+    )
 
 
 @pytest.fixture(params=["tiny", "encoder"])
@@ -240,8 +254,9 @@ def _interventions(case):
     means = iv.head_output_means(case.model, case.reference)
     return {
         "gated": lambda: iv.gated(case.model, case.gates_without(case.heads)),
-        "gated, requiring grad": lambda: iv.gated(case.model, torch.rand(case.n_layers, case.n_heads,
-                                                                         requires_grad=True)),
+        "gated, requiring grad": lambda: iv.gated(
+            case.model, torch.rand(case.n_layers, case.n_heads, requires_grad=True)
+        ),
         "zero ablation": lambda: iv.ablated(case.model, case.heads),
         "mean ablation": lambda: iv.ablated(case.model, case.heads, mode="mean", means=means),
         "mean ablation from a batch": lambda: iv.ablated(case.model, case.heads, "mean", reference=case.reference),

@@ -14,12 +14,17 @@ import pytest
 import manyheads as mh
 
 PACKAGE = Path(mh.__file__).parent
-MODULES = sorted(m.name for m in pkgutil.walk_packages([str(PACKAGE)], prefix="manyheads.")
-                 if not m.name.endswith("__main__"))
+MODULES = sorted(
+    m.name for m in pkgutil.walk_packages([str(PACKAGE)], prefix="manyheads.") if not m.name.endswith("__main__")
+)
 # Modules that teach something: every public name is reachable as mh.<name>. checks/ (exercise checks, reached as
 # mh.checks.<name>) and course/ (maintainer and instructor tools) are not part of that namespace.
-TEACHING = [m for m in MODULES if not m.startswith(("manyheads.checks", "manyheads.course"))
-            and not (PACKAGE / Path(*m.split(".")[1:]) / "__init__.py").is_file()]
+TEACHING = [
+    m
+    for m in MODULES
+    if not m.startswith(("manyheads.checks", "manyheads.course"))
+    and not (PACKAGE / Path(*m.split(".")[1:]) / "__init__.py").is_file()
+]
 
 
 def _docstring(module: str) -> str:
@@ -39,8 +44,9 @@ def test_every_module_has_a_docstring_that_names_its_chapters(module):
     doc = _docstring(module)
     assert doc, f"{module} has no docstring"
     if not module.startswith("manyheads.course"):  # course/ is maintainer and instructor tooling
-        assert "chapter" in doc.lower() or "exercise" in doc.lower(), \
+        assert "chapter" in doc.lower() or "exercise" in doc.lower(), (
             f"{module}'s docstring does not name the chapter(s) or exercise(s) that teach it"
+        )
 
 
 def _public(module: str) -> dict[str, object]:
@@ -50,8 +56,11 @@ def _public(module: str) -> dict[str, object]:
         # Command-line modules of course/ (no __all__): their public functions and classes.
         assert module.startswith("manyheads.course"), f"{module} has no __all__"
         # `main` is every command's entry point (python -m ...), not a shared name.
-        names = [n for n, obj in vars(mod).items() if not n.startswith("_") and n != "main"
-                 and getattr(obj, "__module__", None) == module]
+        names = [
+            n
+            for n, obj in vars(mod).items()
+            if not n.startswith("_") and n != "main" and getattr(obj, "__module__", None) == module
+        ]
     missing = [n for n in names if not hasattr(mod, n)]
     assert not missing, f"{module}.__all__ lists names it does not define: {missing}"
     return {n: getattr(mod, n) for n in names}
@@ -103,8 +112,10 @@ def test_the_visible_checks_are_one_flat_stable_namespace():
 
 def test_import_stays_light():
     """Grading kernels import manyheads once per student: no matplotlib, widgets or transformers at import."""
-    code = ("import sys, manyheads as mh; mh.TwoRelationTask; mh.head_dim; "
-            "print(sorted(m for m in ('matplotlib', 'ipywidgets', 'transformers', 'bertviz', 'nbformat') "
-            "if m in sys.modules))")
+    code = (
+        "import sys, manyheads as mh; mh.TwoRelationTask; mh.head_dim; "
+        "print(sorted(m for m in ('matplotlib', 'ipywidgets', 'transformers', 'bertviz', 'nbformat') "
+        "if m in sys.modules))"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"

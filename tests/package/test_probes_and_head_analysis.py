@@ -147,8 +147,15 @@ def tiny_model():
     directory = pretrained.model_dir()
     tokenizer = Tokenizer.from_dir(directory)
     torch.manual_seed(0)
-    config = BertConfig.from_hf({**pretrained.read_config(directory), "num_hidden_layers": 2,
-                                 "num_attention_heads": 2, "hidden_size": 16, "intermediate_size": 32})
+    config = BertConfig.from_hf(
+        {
+            **pretrained.read_config(directory),
+            "num_hidden_layers": 2,
+            "num_attention_heads": 2,
+            "hidden_size": 16,
+            "intermediate_size": 32,
+        }
+    )
     return BertEncoder(config).eval(), tokenizer
 
 
@@ -216,8 +223,9 @@ def test_relation_table_and_offset_baseline():
 def test_pobj_is_scored_with_the_preposition_attending_to_its_object():
     # Clark et al. score pobj from the head word (the preposition) to its dependent (the object), every other
     # relation from the dependent to its head; the baseline offset counts from the same word.
-    s = _sentence(["Tom", "sat", "in", "the", "park", "."], [1, -1, 1, 4, 2, 1],
-                  ["nsubj", "root", "prep", "det", "pobj", "punct"])
+    s = _sentence(
+        ["Tom", "sat", "in", "the", "park", "."], [1, -1, 1, 4, 2, 1], ["nsubj", "root", "prep", "det", "pobj", "punct"]
+    )
     w = torch.zeros(1, 2, 6, 6)
     w[0, 0, 2, 4] = 1.0  # head 1-1: "in" attends to "park"
     w[0, 1, 4, 2] = 1.0  # head 1-2: "park" attends to "in"
@@ -244,10 +252,10 @@ def test_surface_statistics_on_a_hand_made_pattern():
     tokens = ["[CLS]", "the", "dog", ",", "ran", "[SEP]"]
     n = len(tokens)
     w = torch.zeros(1, 3, n, n, dtype=torch.float64)
-    w[0, 0, :, 0] = 1.0                               # all to [CLS]
+    w[0, 0, :, 0] = 1.0  # all to [CLS]
     for i in range(n):
-        w[0, 1, i, max(i - 1, 0)] = 1.0               # previous token (row 0 to itself)
-    w[0, 2] = 1.0 / n                                  # uniform
+        w[0, 1, i, max(i - 1, 0)] = 1.0  # previous token (row 0 to itself)
+    w[0, 2] = 1.0 / n  # uniform
     stats = analysis.surface_statistics([w], [tokens])
     assert stats["cls"][0, 0] == 1.0
     assert math.isclose(float(stats["prev"][0, 1]), (n - 1) / n)
@@ -290,19 +298,23 @@ def test_visible_checks_pass_on_the_reference(capsys):
     assert capsys.readouterr().out.count("all visible checks passed") == 3
 
 
-@pytest.mark.parametrize("check", [checks4.check_mean_attention_entropy, checks4.check_offset_attention,
-                                   checks4.check_relation_accuracy])
+@pytest.mark.parametrize(
+    "check", [checks4.check_mean_attention_entropy, checks4.check_offset_attention, checks4.check_relation_accuracy]
+)
 def test_visible_checks_let_not_implemented_error_through(check):
     with pytest.raises(NotImplementedError):
         check(_stub)
 
 
-@pytest.mark.parametrize("bug, message", [
-    (lambda w: -torch.special.xlogy(w, w).sum(-1).sum(-1), "summed over the query rows"),
-    (lambda w: (w * w.log()).sum(-1).mean(-1), "negative"),
-    (lambda w: -(w * w.log()).sum(-1).mean(-1), "NaN"),
-    (lambda w: -torch.special.xlogy(w, w).sum(-1), "shape"),
-])
+@pytest.mark.parametrize(
+    "bug, message",
+    [
+        (lambda w: -torch.special.xlogy(w, w).sum(-1).sum(-1), "summed over the query rows"),
+        (lambda w: (w * w.log()).sum(-1).mean(-1), "negative"),
+        (lambda w: -(w * w.log()).sum(-1).mean(-1), "NaN"),
+        (lambda w: -torch.special.xlogy(w, w).sum(-1), "shape"),
+    ],
+)
 def test_entropy_check_names_the_bug(bug, message):
     with pytest.raises(AssertionError, match=message):
         checks4.check_mean_attention_entropy(bug)
@@ -312,18 +324,22 @@ def _offset_all_queries(w, offset):  # wraps around instead of skipping the quer
     return torch.stack([w[..., i, (i + offset) % w.shape[-1]] for i in range(w.shape[-2])], -1).mean(-1)
 
 
-@pytest.mark.parametrize("bug, message", [
-    (lambda w, o: analysis.offset_attention(w, -o), "previous token"),
-    (_offset_all_queries, "offset"),
-    (lambda w, o: w.diagonal(offset=o, dim1=-2, dim2=-1).sum(-1), "expected"),
-])
+@pytest.mark.parametrize(
+    "bug, message",
+    [
+        (lambda w, o: analysis.offset_attention(w, -o), "previous token"),
+        (_offset_all_queries, "offset"),
+        (lambda w, o: w.diagonal(offset=o, dim1=-2, dim2=-1).sum(-1), "expected"),
+    ],
+)
 def test_offset_check_names_the_bug(bug, message):
     with pytest.raises(AssertionError, match=message):
         checks4.check_offset_attention(bug)
 
 
 def _accuracy_with_self(w, arcs):
-    d = torch.tensor([a for a, _ in arcs]); h = torch.tensor([b for _, b in arcs])
+    d = torch.tensor([a for a, _ in arcs])
+    h = torch.tensor([b for _, b in arcs])
     return (w.argmax(-1)[..., d] == h).double().mean(-1)
 
 
@@ -331,8 +347,9 @@ def _accuracy_wrong_axis(w, arcs):  # argmax over queries instead of keys
     return _accuracy_with_self(w.transpose(-2, -1), arcs)
 
 
-@pytest.mark.parametrize("bug, message", [(_accuracy_with_self, "exclude the dependent"),
-                                          (_accuracy_wrong_axis, "expected")])
+@pytest.mark.parametrize(
+    "bug, message", [(_accuracy_with_self, "exclude the dependent"), (_accuracy_wrong_axis, "expected")]
+)
 def test_relation_check_names_the_bug(bug, message):
     with pytest.raises(AssertionError, match=message):
         checks4.check_relation_accuracy(bug)

@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 import torch
 
-from manyheads.models import TinyAttentionModel, count_parameters
-from manyheads.data.tasks import IGNORE_INDEX, TwoRelationTask, offset_targets
-from manyheads.training import TrainConfig, readout_accuracy, train
 from manyheads import viz
+from manyheads.data.tasks import IGNORE_INDEX, TwoRelationTask, offset_targets
+from manyheads.models import TinyAttentionModel, count_parameters
+from manyheads.training import TrainConfig, readout_accuracy, train
 
 
 def test_targets_are_the_tokens_at_the_stated_offsets():
@@ -75,8 +75,7 @@ def test_model_is_causal_end_to_end():
 
 @pytest.mark.parametrize("d_model", [8, 24, 32])
 def test_parameter_count_does_not_depend_on_the_number_of_heads(d_model):
-    counts = {h: count_parameters(TinyAttentionModel(32, 12, d_model, h))
-              for h in (1, 2, 4, 8) if d_model % h == 0}
+    counts = {h: count_parameters(TinyAttentionModel(32, 12, d_model, h)) for h in (1, 2, 4, 8) if d_model % h == 0}
     assert len(set(counts.values())) == 1, counts
     attention = count_parameters(TinyAttentionModel(32, 12, d_model, 2).attention)
     assert attention == 4 * d_model**2 + 4 * d_model
@@ -113,8 +112,13 @@ def test_training_is_seeded_and_learns():
 
 def test_training_restores_the_thread_count():
     before = torch.get_num_threads()
-    train(lambda: TinyAttentionModel(4, 6, 8, 1), TwoRelationTask(4, 6, (1, 2)),
-          TrainConfig(steps=2, eval_every=1, eval_size=8), device="cpu", progress=False)
+    train(
+        lambda: TinyAttentionModel(4, 6, 8, 1),
+        TwoRelationTask(4, 6, (1, 2)),
+        TrainConfig(steps=2, eval_every=1, eval_size=8),
+        device="cpu",
+        progress=False,
+    )
     assert torch.get_num_threads() == before
 
 
@@ -151,10 +155,15 @@ def test_train_grid_gives_each_run_what_train_gives_it():
 
     task = TwoRelationTask(vocab_size=5, seq_len=6, offsets=(1, 2))
     config = TrainConfig(steps=6, batch_size=4, eval_every=3, eval_size=16)
-    runs = train_grid(TinyAttentionModel.for_task, {"one": (8, 1), "two": (8, 2)}, task, config, seeds=(3, 4),
-                      progress=False)
+    runs = train_grid(
+        TinyAttentionModel.for_task, {"one": (8, 1), "two": (8, 2)}, task, config, seeds=(3, 4), progress=False
+    )
     assert list(runs) == [("one", 3), ("one", 4), ("two", 3), ("two", 4)]
-    alone = train(lambda: TinyAttentionModel.for_task(task, 8, 2), task, TrainConfig(**{**config.__dict__, "seed": 4}),
-                  progress=False)
+    alone = train(
+        lambda: TinyAttentionModel.for_task(task, 8, 2),
+        task,
+        TrainConfig(**{**config.__dict__, "seed": 4}),
+        progress=False,
+    )
     assert runs["two", 4].train_loss == alone.train_loss and runs["two", 4].eval_accuracy == alone.eval_accuracy
     assert runs["two", 3].train_loss != alone.train_loss  # the seed is the run's own

@@ -1,4 +1,4 @@
-"""manyheads.viz.live: controls plus a figure or HTML view, redrawn on change, with no Output widget (see its docstring)."""
+"""manyheads.viz.live: controls plus a figure or HTML view, redrawn on change, with no Output widget."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ import pytest  # noqa: E402
 import torch  # noqa: E402
 
 from manyheads import viz  # noqa: E402
-from manyheads.viz import live, widgets as widgets_head_budget  # noqa: E402
+from manyheads.viz import live  # noqa: E402
 from manyheads.viz import widgets as subspaces  # noqa: E402
+from manyheads.viz import widgets as widgets_head_budget
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -70,11 +71,15 @@ def test_html_widget_follows_its_controls():
     assert view.children[1].value == "<b>two</b>"
 
 
-@pytest.mark.parametrize("build", [
-    viz.one_softmax_widget,
-    lambda: subspaces.plane_projection_widget(torch.eye(3), ["x", "y", "z"]),
-    widgets_head_budget.head_budget_widget,
-], ids=["one_softmax", "plane_projection", "head_budget"])
+@pytest.mark.parametrize(
+    "build",
+    [
+        viz.one_softmax_widget,
+        lambda: subspaces.plane_projection_widget(torch.eye(3), ["x", "y", "z"]),
+        widgets_head_budget.head_budget_widget,
+    ],
+    ids=["one_softmax", "plane_projection", "head_budget"],
+)
 def test_course_widgets_hold_no_output_widget(build):
     view = build()
     inside = [view]

@@ -20,12 +20,27 @@ def test_wheel_contains_package_data(tmp_path):
     for name in ("pyproject.toml", "README.md"):
         shutil.copy(ROOT / name, source / name)
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation", "-w", str(tmp_path), str(source)],
-        check=True, capture_output=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--quiet",
+            "--no-deps",
+            "--no-build-isolation",
+            "-w",
+            str(tmp_path),
+            str(source),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=300,
     )
     [wheel] = tmp_path.glob("manyheads-*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
-    shipped_data = sorted(p.relative_to(ROOT / "src").as_posix() for p in (ROOT / "src/manyheads/data").iterdir() if p.is_file())
+    shipped_data = sorted(
+        p.relative_to(ROOT / "src").as_posix() for p in (ROOT / "src/manyheads/data").iterdir() if p.is_file()
+    )
     assert shipped_data, "src/manyheads/data should hold the probe data"
     missing = [p for p in shipped_data if p not in names]
     assert missing == [], f"the wheel lacks {missing}: add them to [tool.setuptools.package-data]"

@@ -19,7 +19,9 @@ from manyheads.costs import _positive_int, divisors, head_dim
 __all__ = ["sweep_configs", "SweepRecord", "run_head_sweep", "random_attention_pattern", "fit_attention_pattern"]
 
 
-def sweep_configs(d_model: int, seeds: tuple[int, ...] = (0, 1, 2), head_counts: list[int] | None = None) -> list[tuple[int, int, int]]:
+def sweep_configs(
+    d_model: int, seeds: tuple[int, ...] = (0, 1, 2), head_counts: list[int] | None = None
+) -> list[tuple[int, int, int]]:
     """(n_heads, d_head, seed) for every head count (default: every divisor of d_model, 1 … d_model) and seed.
 
     Ordered by head count, then seed. Raises ``ValueError`` for a head count that does not divide d_model.
@@ -66,14 +68,23 @@ def run_head_sweep(
 
     configs = sweep_configs(d_model, seeds, head_counts)
     head_counts = list(dict.fromkeys(n_heads for n_heads, _, _ in configs))
-    runs = train_grid(TinyAttentionModel.for_task, {h: (d_model, h) for h in head_counts}, task, config, seeds,
-                      device=device, progress=progress, desc="head-count sweep")
+    runs = train_grid(
+        TinyAttentionModel.for_task,
+        {h: (d_model, h) for h in head_counts},
+        task,
+        config,
+        seeds,
+        device=device,
+        progress=progress,
+        desc="head-count sweep",
+    )
     records = []
     for n_heads, d_head, seed in configs:
         result = runs[n_heads, seed]
-        tail = result.train_loss[-max(1, len(result.train_loss) // 10):]
-        records.append(SweepRecord(n_heads, d_head, seed, tuple(result.final_accuracy), sum(tail) / len(tail),
-                                   result.seconds))
+        tail = result.train_loss[-max(1, len(result.train_loss) // 10) :]
+        records.append(
+            SweepRecord(n_heads, d_head, seed, tuple(result.final_accuracy), sum(tail) / len(tail), result.seconds)
+        )
     return records
 
 
@@ -105,7 +116,9 @@ def fit_attention_pattern(x: Tensor, target: Tensor, d_head: int, steps: int = 3
     with d_head ≥ seq and x of full rank every positive pattern can be reached; below that, most cannot.
     """
     if x.dim() != 2 or target.dim() != 2 or target.shape[0] != target.shape[1] or target.shape[0] != x.shape[0]:
-        raise ValueError(f"x must be (seq, d_model) and target (seq, seq), got {tuple(x.shape)} and {tuple(target.shape)}")
+        raise ValueError(
+            f"x must be (seq, d_model) and target (seq, seq), got {tuple(x.shape)} and {tuple(target.shape)}"
+        )
     d_head = _positive_int("d_head", d_head)
     x, target = x.double(), target.double()
     gen = torch.Generator().manual_seed(seed)
@@ -113,8 +126,15 @@ def fit_attention_pattern(x: Tensor, target: Tensor, d_head: int, steps: int = 3
     w_q = (torch.randn(d_model, d_head, generator=gen, dtype=torch.float64) / math.sqrt(d_model)).requires_grad_()
     w_k = (torch.randn(d_model, d_head, generator=gen, dtype=torch.float64) / math.sqrt(d_model)).requires_grad_()
     # L-BFGS reaches machine-precision fits where they exist; Adam stalls around 1e-3 and blurs the threshold.
-    optimizer = torch.optim.LBFGS([w_q, w_k], lr=1, max_iter=steps, tolerance_grad=1e-12, tolerance_change=1e-14,
-                                  history_size=20, line_search_fn="strong_wolfe")
+    optimizer = torch.optim.LBFGS(
+        [w_q, w_k],
+        lr=1,
+        max_iter=steps,
+        tolerance_grad=1e-12,
+        tolerance_change=1e-14,
+        history_size=20,
+        line_search_fn="strong_wolfe",
+    )
     log_target = torch.special.xlogy(target, target)
 
     def log_fit() -> Tensor:
@@ -136,4 +156,8 @@ def fit_attention_pattern(x: Tensor, target: Tensor, d_head: int, steps: int = 3
         logs = log_fit()
         fit = logs.exp()
         kl = float((log_target - target * logs).sum(-1).mean())
-    return {"kl": kl, "tv": 0.5 * float((fit - target).abs().sum(-1).mean()), "max_abs": float((fit - target).abs().max())}
+    return {
+        "kl": kl,
+        "tv": 0.5 * float((fit - target).abs().sum(-1).mean()),
+        "max_abs": float((fit - target).abs().max()),
+    }

@@ -17,7 +17,6 @@ Shapes follow the course vocabulary: d_model, n_heads, d_head.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 
 import torch
 from torch import Tensor
@@ -69,7 +68,9 @@ def qk_circuit(w_q: Tensor, w_k: Tensor) -> Tensor:
     most d_head. M is not symmetric in general: the score of (i, j) differs from that of (j, i).
     """
     if w_q.shape != w_k.shape:
-        raise ValueError(f"w_q and w_k need the same shape (d_model, d_head), got {tuple(w_q.shape)} and {tuple(w_k.shape)}")
+        raise ValueError(
+            f"w_q and w_k need the same shape (d_model, d_head), got {tuple(w_q.shape)} and {tuple(w_k.shape)}"
+        )
     return w_q @ w_k.transpose(-2, -1)
 
 
@@ -110,7 +111,9 @@ def principal_angles(a: Tensor, b: Tensor) -> Tensor:
     Qa, Qb are orthonormal bases (Björck and Golub); the columns need not be orthonormal or independent.
     """
     if a.dim() != 2 or b.dim() != 2 or a.shape[0] != b.shape[0]:
-        raise ValueError(f"a and b must be (d, p) and (d, q) with the same d, got {tuple(a.shape)} and {tuple(b.shape)}")
+        raise ValueError(
+            f"a and b must be (d, p) and (d, q) with the same d, got {tuple(a.shape)} and {tuple(b.shape)}"
+        )
     qa, qb = _orthonormal_basis(a), _orthonormal_basis(b)
     cosines = torch.linalg.svdvals(qa.T @ qb).clamp(0.0, 1.0)
     return torch.arccos(cosines).sort().values
@@ -125,11 +128,15 @@ def random_subspace_angles(d: int, p: int, q: int | None = None, samples: int = 
     """Principal angles between random p- and q-dimensional subspaces of ℝ^d: (samples, min(p, q)), a baseline."""
     q = p if q is None else q
     gen = torch.Generator().manual_seed(seed)
-    return torch.stack([
-        principal_angles(torch.randn(d, p, generator=gen, dtype=torch.float64),
-                         torch.randn(d, q, generator=gen, dtype=torch.float64))
-        for _ in range(samples)
-    ])
+    return torch.stack(
+        [
+            principal_angles(
+                torch.randn(d, p, generator=gen, dtype=torch.float64),
+                torch.randn(d, q, generator=gen, dtype=torch.float64),
+            )
+            for _ in range(samples)
+        ]
+    )
 
 
 def numerical_rank(m: Tensor, rtol: float = 1e-6) -> int:

@@ -33,15 +33,16 @@ def offset_mass(model, tokens: Tensor, offsets: Sequence[int]) -> Tensor:
     return torch.stack([weights[:, :, queries, queries - o].mean(dim=(0, 2)) for o in offsets], dim=-1).cpu()
 
 
-def token_attentions(encoder, tokenizer, texts: Sequence[str], pairs: Sequence[str] | None = None,
-                     batch_size: int = 32) -> tuple[list[Tensor], list[list[str]]]:
+def token_attentions(
+    encoder, tokenizer, texts: Sequence[str], pairs: Sequence[str] | None = None, batch_size: int = 32
+) -> tuple[list[Tensor], list[list[str]]]:
     """Run ``encoder`` on texts (optionally as ``[CLS] text [SEP] pair [SEP]``); per input, its unpadded attention
     (n_layers, n_heads, n, n) as a float32 CPU tensor, and its tokens."""
     attns, tokens = [], []
     with torch.no_grad():
         for start in range(0, len(texts), batch_size):
-            chunk = list(texts[start:start + batch_size])
-            batch = tokenizer(chunk, pairs=None if pairs is None else list(pairs[start:start + batch_size]))
+            chunk = list(texts[start : start + batch_size])
+            batch = tokenizer(chunk, pairs=None if pairs is None else list(pairs[start : start + batch_size]))
             stacked = encoder(batch).stacked_attentions().float().cpu()
             for row, n in enumerate(batch.lengths):
                 attns.append(stacked[:, row, :, :n, :n])
@@ -70,8 +71,8 @@ def word_attention(weights: Tensor, word_ids: Sequence[int | None], n_words: int
         if w is not None:
             member[w, j] = 1.0
     w = weights[..., :seq, :seq]
-    summed_keys = w @ member.T                                   # (..., seq, n_words): sum over the key's pieces
-    mean_rows = member / member.sum(dim=1, keepdim=True)         # (n_words, seq): average over the query's pieces
+    summed_keys = w @ member.T  # (..., seq, n_words): sum over the key's pieces
+    mean_rows = member / member.sum(dim=1, keepdim=True)  # (n_words, seq): average over the query's pieces
     return mean_rows @ summed_keys
 
 
@@ -81,7 +82,7 @@ def word_attentions(encoder, tokenizer, sentences: Sequence, batch_size: int = 6
     out = []
     with torch.no_grad():
         for start in range(0, len(sentences), batch_size):
-            chunk = [list(getattr(s, "words", s)) for s in sentences[start:start + batch_size]]
+            chunk = [list(getattr(s, "words", s)) for s in sentences[start : start + batch_size]]
             batch = tokenizer(chunk)
             attentions = encoder(batch).stacked_attentions().float().cpu()  # (n_layers, batch, n_heads, seq, seq)
             for row, words in enumerate(chunk):

@@ -17,8 +17,13 @@ import torch
 from torch import Tensor
 
 __all__ = [
-    "head_name", "attention_entropy", "mean_attention_entropy", "offset_attention", "surface_statistics",
-    "head_taxonomy", "TAXONOMY",
+    "head_name",
+    "attention_entropy",
+    "mean_attention_entropy",
+    "offset_attention",
+    "surface_statistics",
+    "head_taxonomy",
+    "TAXONOMY",
 ]
 
 
@@ -92,7 +97,9 @@ def surface_statistics(attns: Sequence[Tensor], tokens: Sequence[Sequence[str]])
 TAXONOMY = ("[CLS]", "[SEP]", "punctuation", "previous token", "next token", "self", "broad", "mixed")
 
 
-def head_taxonomy(stats: dict[str, Tensor], threshold: float = 0.5, broad_entropy: float | None = None) -> list[list[str]]:
+def head_taxonomy(
+    stats: dict[str, Tensor], threshold: float = 0.5, broad_entropy: float | None = None
+) -> list[list[str]]:
     """One label per head: the first of [CLS], [SEP], punctuation, previous token, next token, self that receives
     more than ``threshold`` of its attention on average; else 'broad' if its mean entropy exceeds
     ``broad_entropy`` (default: the 75th percentile over all heads), else 'mixed'."""

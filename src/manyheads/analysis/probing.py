@@ -24,8 +24,13 @@ from torch import Tensor
 from manyheads.analysis.heads import head_name
 
 __all__ = [
-    "relation_accuracy", "relation_counts", "offset_baseline", "RelationRow", "relation_table",
-    "coreference_accuracy", "coreference_baseline",
+    "relation_accuracy",
+    "relation_counts",
+    "offset_baseline",
+    "RelationRow",
+    "relation_table",
+    "coreference_accuracy",
+    "coreference_baseline",
 ]
 
 

@@ -23,12 +23,26 @@ from manyheads.checks.single_head_bottleneck import (
     check_scaled_dot_product_attention,
     check_softmax,
 )
-from manyheads.checks.specialization import check_mean_attention_entropy, check_offset_attention, check_relation_accuracy
+from manyheads.checks.specialization import (
+    check_mean_attention_entropy,
+    check_offset_attention,
+    check_relation_accuracy,
+)
 from manyheads.checks.subspaces import check_head_scores, check_principal_angles, check_qk_circuits
 
 __all__ = [
-    "check_softmax", "check_scaled_dot_product_attention", "check_attention_entropy",
-    "check_qk_circuits", "check_head_scores", "check_principal_angles",
-    "check_head_dim", "check_split_heads", "check_merge_heads", "check_mha_param_count", "check_multi_head_attention",
-    "check_mean_attention_entropy", "check_offset_attention", "check_relation_accuracy",
+    "check_softmax",
+    "check_scaled_dot_product_attention",
+    "check_attention_entropy",
+    "check_qk_circuits",
+    "check_head_scores",
+    "check_principal_angles",
+    "check_head_dim",
+    "check_split_heads",
+    "check_merge_heads",
+    "check_mha_param_count",
+    "check_multi_head_attention",
+    "check_mean_attention_entropy",
+    "check_offset_attention",
+    "check_relation_accuracy",
 ]

@@ -7,7 +7,8 @@ unanswered stub) escapes unchanged and every other error says which input caused
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 from torch import Tensor

@@ -8,7 +8,8 @@ The graded hidden tests use other, random inputs.
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 from torch import Tensor
@@ -18,12 +19,19 @@ from manyheads.attention import scaled_dot_product_attention as _sdpa
 from manyheads.attention import split_heads as _split
 from manyheads.checks.core import call_student, close_to, fixed_randn, max_abs_diff, report_passed, require_tensor
 
-__all__ = ["check_head_dim", "check_split_heads", "check_merge_heads", "check_mha_param_count",
-           "check_multi_head_attention", "reference_multi_head_attention"]
+__all__ = [
+    "check_head_dim",
+    "check_split_heads",
+    "check_merge_heads",
+    "check_mha_param_count",
+    "check_multi_head_attention",
+    "reference_multi_head_attention",
+]
 
 
-def reference_multi_head_attention(x: Tensor, w_q: Tensor, w_k: Tensor, w_v: Tensor, w_o: Tensor, n_heads: int,
-                                   mask: Tensor | None = None) -> tuple[Tensor, Tensor]:
+def reference_multi_head_attention(
+    x: Tensor, w_q: Tensor, w_k: Tensor, w_v: Tensor, w_o: Tensor, n_heads: int, mask: Tensor | None = None
+) -> tuple[Tensor, Tensor]:
     """Exercise 3's contract: x (batch, seq, d_model), each w (d_model, d_model) applied as ``x @ w``.
 
     Returns output (batch, seq, d_model) and weights (batch, n_heads, seq, seq).
@@ -62,19 +70,30 @@ def check_head_dim(head_dim: Callable[[int, int], int]) -> None:
     for d_model, n_heads, want in ((1024, 16, 64), (512, 8, 64), (384, 12, 32), (6, 6, 1), (6, 1, 6), (1, 1, 1)):
         got = call_student(head_dim, f"({d_model}, {n_heads})", d_model, n_heads)
         if type(got) is not int:  # noqa: E721 -- exactly int: not a float such as 64.0, a bool or a numpy scalar
-            hint = ("use integer division, d_model // n_heads: d_model / n_heads is a float even when it divides"
-                    if isinstance(got, float) else "return a plain Python int")
-            raise AssertionError(f"head_dim({d_model}, {n_heads}) returned {got!r}, a {type(got).__name__}; "
-                                 f"the spec asks for an int: {hint}")
+            hint = (
+                "use integer division, d_model // n_heads: d_model / n_heads is a float even when it divides"
+                if isinstance(got, float)
+                else "return a plain Python int"
+            )
+            raise AssertionError(
+                f"head_dim({d_model}, {n_heads}) returned {got!r}, a {type(got).__name__}; "
+                f"the spec asks for an int: {hint}"
+            )
         if got != want:
             raise AssertionError(f"head_dim({d_model}, {n_heads}) returned {got}, expected {want}")
-    for args, why in (((512, 3), "3 does not divide 512"), ((3, 6), "6 heads cannot share a width of 3"),
-                      ((0, 4), "d_model = 0 is not positive"), ((64, -2), "n_heads = -2 is not positive"),
-                      ((8, 0), "n_heads = 0 is not positive"), ((-6, -3), "neither is positive, although -6 % -3 == 0"),
-                      ((1024.0, 16), "d_model is a float, not an int (even though 1024.0 is a whole number)"),
-                      ((1024, 16.0), "n_heads is a float, not an int"), ((10, 2.5), "n_heads = 2.5 is not an integer"),
-                      (("1024", 16), "d_model is a str, not an int"),
-                      ((64, True), "n_heads is a bool, not an int (True == 1 in Python)")):
+    for args, why in (
+        ((512, 3), "3 does not divide 512"),
+        ((3, 6), "6 heads cannot share a width of 3"),
+        ((0, 4), "d_model = 0 is not positive"),
+        ((64, -2), "n_heads = -2 is not positive"),
+        ((8, 0), "n_heads = 0 is not positive"),
+        ((-6, -3), "neither is positive, although -6 % -3 == 0"),
+        ((1024.0, 16), "d_model is a float, not an int (even though 1024.0 is a whole number)"),
+        ((1024, 16.0), "n_heads is a float, not an int"),
+        ((10, 2.5), "n_heads = 2.5 is not an integer"),
+        (("1024", 16), "d_model is a str, not an int"),
+        ((64, True), "n_heads is a bool, not an int (True == 1 in Python)"),
+    ):
         try:
             result = head_dim(*args)
         except NotImplementedError:
@@ -83,9 +102,12 @@ def check_head_dim(head_dim: Callable[[int, int], int]) -> None:
             continue
         except Exception as exc:
             raise AssertionError(
-                f"head_dim{args!r} raised {type(exc).__name__}, expected a ValueError ({why})") from exc
-        raise AssertionError(f"head_dim{args!r} returned {result!r}, but should raise ValueError: {why}. Check that "
-                             "both arguments are ints (isinstance(x, int) and not a bool) and greater than 0 first")
+                f"head_dim{args!r} raised {type(exc).__name__}, expected a ValueError ({why})"
+            ) from exc
+        raise AssertionError(
+            f"head_dim{args!r} returned {result!r}, but should raise ValueError: {why}. Check that "
+            "both arguments are ints (isinstance(x, int) and not a bool) and greater than 0 first"
+        )
     report_passed("check_head_dim")
 
 
@@ -93,7 +115,9 @@ def check_split_heads(split_heads: Callable[[Tensor, int], Tensor]) -> None:
     """Visible test for exercise 3, part 2: (batch, seq, d_model) → (batch, n_heads, seq, d_head)."""
     batch, seq, d_model, n_heads = 2, 6, 6, 3
     x = fixed_randn(batch, seq, d_model, seed=31)
-    got = require_tensor("split_heads's result", call_student(split_heads, f"x of shape {(batch, seq, d_model)}, n_heads=3", x, n_heads))
+    got = require_tensor(
+        "split_heads's result", call_student(split_heads, f"x of shape {(batch, seq, d_model)}, n_heads=3", x, n_heads)
+    )
     want = _split(x, n_heads)
     if tuple(got.shape) != tuple(want.shape):
         hint = ""
@@ -101,15 +125,21 @@ def check_split_heads(split_heads: Callable[[Tensor, int], Tensor]) -> None:
             hint = ": the head axis must come before the sequence axis, transpose(1, 2)"
         elif tuple(got.shape) == (batch, n_heads, seq // n_heads, d_model):
             hint = ": that splits the positions (the sequence axis); split the features, the last axis"
-        raise AssertionError(f"split_heads returned shape {tuple(got.shape)}, expected {tuple(want.shape)} "
-                             f"(batch, n_heads, seq, d_head){hint}")
+        raise AssertionError(
+            f"split_heads returned shape {tuple(got.shape)}, expected {tuple(want.shape)} "
+            f"(batch, n_heads, seq, d_head){hint}"
+        )
     if not close_to(got, want):
         if close_to(got, x.reshape(batch, n_heads, seq, d_model // n_heads)):
-            raise AssertionError("the shape is right but the numbers are not: reshaping straight to "
-                                 "(batch, n_heads, seq, d_head) mixes positions between heads. Reshape to "
-                                 "(batch, seq, n_heads, d_head) first, then transpose(1, 2)")
-        raise AssertionError(f"split_heads puts the wrong features in the heads: head i should hold features "
-                             f"[i·d_head, (i+1)·d_head) of every position (max difference {max_abs_diff(got, want):.3g})")
+            raise AssertionError(
+                "the shape is right but the numbers are not: reshaping straight to "
+                "(batch, n_heads, seq, d_head) mixes positions between heads. Reshape to "
+                "(batch, seq, n_heads, d_head) first, then transpose(1, 2)"
+            )
+        raise AssertionError(
+            f"split_heads puts the wrong features in the heads: head i should hold features "
+            f"[i·d_head, (i+1)·d_head) of every position (max difference {max_abs_diff(got, want):.3g})"
+        )
     _exactly_moved("split_heads", got, want, "x of shape (2, 6, 6) in float64")
 
     # The other forms the hidden tests use: a batch of one, one head, heads of width 1, a single position, float32.
@@ -122,8 +152,10 @@ def check_split_heads(split_heads: Callable[[Tensor, int], Tensor]) -> None:
         want = _split(x, n_heads)
         got = require_tensor("split_heads's result", call_student(split_heads, what, x, n_heads))
         if tuple(got.shape) != tuple(want.shape):
-            raise AssertionError(f"split_heads returned shape {tuple(got.shape)} for {what}, expected "
-                                 f"{tuple(want.shape)}: keep every axis, even those of size 1 (no squeeze)")
+            raise AssertionError(
+                f"split_heads returned shape {tuple(got.shape)} for {what}, expected "
+                f"{tuple(want.shape)}: keep every axis, even those of size 1 (no squeeze)"
+            )
         _exactly_moved("split_heads", got, want, what)
     report_passed("check_split_heads")
 
@@ -134,25 +166,34 @@ def check_merge_heads(merge_heads: Callable[[Tensor], Tensor]) -> None:
     got = require_tensor("merge_heads's result", call_student(merge_heads, "x of shape (2, 3, 5, 4)", x))
     want = _merge(x)
     if tuple(got.shape) != (2, 5, 12):
-        raise AssertionError(f"merge_heads returned shape {tuple(got.shape)}, expected (2, 5, 12) = "
-                             "(batch, seq, n_heads·d_head)")
+        raise AssertionError(
+            f"merge_heads returned shape {tuple(got.shape)}, expected (2, 5, 12) = (batch, seq, n_heads·d_head)"
+        )
     if not close_to(got, want):
         if close_to(got, x.reshape(2, 5, 12)):
-            raise AssertionError("the shape is right but the numbers are not: move the head axis next to d_head "
-                                 "first (transpose(1, 2)), then reshape")
-        raise AssertionError(f"merge_heads is not the inverse of split_heads (max difference {max_abs_diff(got, want):.3g})")
+            raise AssertionError(
+                "the shape is right but the numbers are not: move the head axis next to d_head "
+                "first (transpose(1, 2)), then reshape"
+            )
+        raise AssertionError(
+            f"merge_heads is not the inverse of split_heads (max difference {max_abs_diff(got, want):.3g})"
+        )
     _exactly_moved("merge_heads", got, want, "x of shape (2, 3, 5, 4) in float64")
 
     # The other forms the hidden tests use: one head and a batch of one, one position with heads of width 1, float32.
-    for shape, dtype, what in (((1, 1, 7, 3), torch.float32, "one head and a batch of one, x (1, 1, 7, 3) float32"),
-                               ((2, 5, 1, 1), torch.float32, "one position and heads of width 1, x (2, 5, 1, 1)"),
-                               ((3, 4, 6, 2), torch.float64, "x (3, 4, 6, 2)")):
+    for shape, dtype, what in (
+        ((1, 1, 7, 3), torch.float32, "one head and a batch of one, x (1, 1, 7, 3) float32"),
+        ((2, 5, 1, 1), torch.float32, "one position and heads of width 1, x (2, 5, 1, 1)"),
+        ((3, 4, 6, 2), torch.float64, "x (3, 4, 6, 2)"),
+    ):
         x = fixed_randn(*shape, seed=36).to(dtype)
         want = _merge(x)
         got = require_tensor("merge_heads's result", call_student(merge_heads, what, x))
         if tuple(got.shape) != tuple(want.shape):
-            raise AssertionError(f"merge_heads returned shape {tuple(got.shape)} for {what}, expected "
-                                 f"{tuple(want.shape)}: keep every axis, even those of size 1 (no squeeze)")
+            raise AssertionError(
+                f"merge_heads returned shape {tuple(got.shape)} for {what}, expected "
+                f"{tuple(want.shape)}: keep every axis, even those of size 1 (no squeeze)"
+            )
         _exactly_moved("merge_heads", got, want, what)
     report_passed("check_merge_heads")
 
@@ -160,14 +201,20 @@ def check_merge_heads(merge_heads: Callable[[Tensor], Tensor]) -> None:
 def check_mha_param_count(mha_param_count: Callable[..., int]) -> None:
     """Visible test for exercise 3, part 4: parameters of the four (d_model, d_model) projections, with biases."""
     for d_model, n_heads in ((512, 8), (512, 1), (12, 3)):
-        got = _as_int("mha_param_count's result", call_student(mha_param_count, f"({d_model}, {n_heads})", d_model, n_heads))
+        got = _as_int(
+            "mha_param_count's result", call_student(mha_param_count, f"({d_model}, {n_heads})", d_model, n_heads)
+        )
         want = 4 * d_model * d_model + 4 * d_model
         if got == 3 * d_model * d_model + 3 * d_model:
-            raise AssertionError(f"mha_param_count({d_model}, {n_heads}) = {got} counts Q, K and V only: "
-                                 "the output projection W_o is a (d_model, d_model) matrix too")
+            raise AssertionError(
+                f"mha_param_count({d_model}, {n_heads}) = {got} counts Q, K and V only: "
+                "the output projection W_o is a (d_model, d_model) matrix too"
+            )
         if got == 4 * d_model * d_model:
-            raise AssertionError(f"mha_param_count({d_model}, {n_heads}) = {got} leaves out the biases "
-                                 "(bias=True is the default): one vector of d_model per projection")
+            raise AssertionError(
+                f"mha_param_count({d_model}, {n_heads}) = {got} leaves out the biases "
+                "(bias=True is the default): one vector of d_model per projection"
+            )
         if got != want:
             raise AssertionError(f"mha_param_count({d_model}, {n_heads}) returned {got}, expected {want}")
     # bias by keyword, as the hidden tests pass it: the parameter must be called bias, as in the spec
@@ -187,12 +234,16 @@ def check_multi_head_attention(multi_head_attention: Callable[..., tuple[Tensor,
     shapes = f"x {(batch, seq, d_model)}, weights ({d_model}, {d_model}), n_heads={n_heads}"
     result = call_student(multi_head_attention, shapes, x, w_q, w_k, w_v, w_o, n_heads)
     if not isinstance(result, tuple) or len(result) != 2:
-        raise AssertionError(f"multi_head_attention should return a tuple (output, weights), got {type(result).__name__}")
+        raise AssertionError(
+            f"multi_head_attention should return a tuple (output, weights), got {type(result).__name__}"
+        )
     output, weights = require_tensor("output", result[0]), require_tensor("weights", result[1])
     want_out, want_w = reference_multi_head_attention(x, w_q, w_k, w_v, w_o, n_heads)
     if tuple(weights.shape) != tuple(want_w.shape):
-        raise AssertionError(f"weights have shape {tuple(weights.shape)}, expected {tuple(want_w.shape)} "
-                             "(batch, n_heads, seq, seq): one seq × seq pattern per head")
+        raise AssertionError(
+            f"weights have shape {tuple(weights.shape)}, expected {tuple(want_w.shape)} "
+            "(batch, n_heads, seq, seq): one seq × seq pattern per head"
+        )
     if tuple(output.shape) != tuple(want_out.shape):
         raise AssertionError(f"output has shape {tuple(output.shape)}, expected {tuple(want_out.shape)}")
     if not close_to(weights.sum(-1), torch.ones(batch, n_heads, seq, dtype=torch.float64)):
@@ -203,23 +254,43 @@ def check_multi_head_attention(multi_head_attention: Callable[..., tuple[Tensor,
         if close_to(weights, torch.softmax(scores, -1)):
             raise AssertionError("weights match softmax(q kᵀ) without scaling: divide by √d_head")
         if close_to(weights, torch.softmax(scores / math.sqrt(d_model), -1)):
-            raise AssertionError("the scores are divided by √d_model: each head divides by the square root of its "
-                                 "own width, √d_head")
-        raise AssertionError(f"weights differ from the reference by up to {max_abs_diff(weights, want_w):.3g}: check "
-                             "how the heads are split (reshape, then transpose)")
+            raise AssertionError(
+                "the scores are divided by √d_model: each head divides by the square root of its own width, √d_head"
+            )
+        raise AssertionError(
+            f"weights differ from the reference by up to {max_abs_diff(weights, want_w):.3g}: check "
+            "how the heads are split (reshape, then transpose)"
+        )
     if not close_to(output, want_out):
         if close_to(output, want_out @ torch.linalg.inv(w_o)):
-            raise AssertionError("the weights are right but the output is not: apply the output projection w_o "
-                                 "after merging the heads")
-        raise AssertionError(f"the weights are right but the output differs by up to {max_abs_diff(output, want_out):.3g}: "
-                             "merge the heads (transpose back, then reshape) and apply w_o")
+            raise AssertionError(
+                "the weights are right but the output is not: apply the output projection w_o after merging the heads"
+            )
+        raise AssertionError(
+            f"the weights are right but the output differs by up to {max_abs_diff(output, want_out):.3g}: "
+            "merge the heads (transpose back, then reshape) and apply w_o"
+        )
     mask = torch.ones(seq, seq, dtype=torch.bool).tril()
-    result = call_student(multi_head_attention, shapes + " and a causal (5, 5) mask passed as mask=",
-                          x, w_q, w_k, w_v, w_o, n_heads, mask=mask)
+    result = call_student(
+        multi_head_attention,
+        shapes + " and a causal (5, 5) mask passed as mask=",
+        x,
+        w_q,
+        w_k,
+        w_v,
+        w_o,
+        n_heads,
+        mask=mask,
+    )
     want_out, want_w = reference_multi_head_attention(x, w_q, w_k, w_v, w_o, n_heads, mask)
-    if not (close_to(require_tensor("weights", result[1]), want_w) and close_to(require_tensor("output", result[0]), want_out)):
-        raise AssertionError("wrong result with a causal mask: True = may attend; set the other scores to -inf "
-                             "before the softmax (the same mask for every head)")
+    if not (
+        close_to(require_tensor("weights", result[1]), want_w)
+        and close_to(require_tensor("output", result[0]), want_out)
+    ):
+        raise AssertionError(
+            "wrong result with a causal mask: True = may attend; set the other scores to -inf "
+            "before the softmax (the same mask for every head)"
+        )
 
     # Every other form the spec allows: a batch of one, one head, heads of width 1, float32, and masks of every
     # rank that broadcasts to (batch, n_heads, seq, seq). (A per-sequence mask must come as (batch, 1, seq, seq):
@@ -231,24 +302,70 @@ def check_multi_head_attention(multi_head_attention: Callable[..., tuple[Tensor,
 
     broadcast = "a size-1 axis of the mask broadcasts; let masked_fill (or torch.where) broadcast it for you"
     cases = [
-        ((1, 5, 6), 1, torch.float32, None, "a batch of one and one head, x (1, 5, 6) float32, n_heads=1",
-         "keep the batch and head axes even when they have size 1 (no squeeze); with one head, d_head = d_model"),
-        ((3, 4, 6), 6, torch.float64, None, "heads of width 1, x (3, 4, 6), n_heads=6",
-         "with d_head = 1 keep the last axis of size 1 (no squeeze), and divide by √1"),
-        ((2, 5, 6), 3, torch.float64, random_mask(2, 1, 1, 5, seed=37), "a padding mask of shape (2, 1, 1, 5)",
-         f"(batch, 1, 1, seq) hides the same keys from every head and query of a sequence: {broadcast}"),
-        ((2, 5, 6), 3, torch.float64, random_mask(2, 1, 5, 5, seed=38), "a mask of shape (2, 1, 5, 5)",
-         f"(batch, 1, seq, seq) is one mask per sequence, shared by the heads: {broadcast}"),
-        ((2, 5, 6), 3, torch.float64, random_mask(2, 3, 5, 5, seed=39), "a mask of shape (2, 3, 5, 5), one per head",
-         "(batch, n_heads, seq, seq) gives every head its own mask: head i uses mask[:, i], not mask[:, 0]"),
-        ((2, 5, 6), 3, torch.float64, random_mask(3, 5, 5, seed=40),
-         "a 3-D mask of shape (3, 5, 5) = (n_heads, seq, seq)",
-         "a 3-D mask broadcasts against (batch, n_heads, seq, seq) from the right: its first axis is the heads"),
-        ((2, 5, 6), 3, torch.float64, random_mask(1, 5, 5, seed=41), "a 3-D mask of shape (1, 5, 5)",
-         f"(1, seq, seq) is one mask for every sequence and head: {broadcast}"),
-        ((3, 4, 8), 2, torch.float32, random_mask(3, 1, 1, 4, seed=42),
-         "float32 inputs with a (3, 1, 1, 4) padding mask",
-         "float32 must work as well as float64: keep the input's dtype (use float('-inf'), not -1e300)"),
+        (
+            (1, 5, 6),
+            1,
+            torch.float32,
+            None,
+            "a batch of one and one head, x (1, 5, 6) float32, n_heads=1",
+            "keep the batch and head axes even when they have size 1 (no squeeze); with one head, d_head = d_model",
+        ),
+        (
+            (3, 4, 6),
+            6,
+            torch.float64,
+            None,
+            "heads of width 1, x (3, 4, 6), n_heads=6",
+            "with d_head = 1 keep the last axis of size 1 (no squeeze), and divide by √1",
+        ),
+        (
+            (2, 5, 6),
+            3,
+            torch.float64,
+            random_mask(2, 1, 1, 5, seed=37),
+            "a padding mask of shape (2, 1, 1, 5)",
+            f"(batch, 1, 1, seq) hides the same keys from every head and query of a sequence: {broadcast}",
+        ),
+        (
+            (2, 5, 6),
+            3,
+            torch.float64,
+            random_mask(2, 1, 5, 5, seed=38),
+            "a mask of shape (2, 1, 5, 5)",
+            f"(batch, 1, seq, seq) is one mask per sequence, shared by the heads: {broadcast}",
+        ),
+        (
+            (2, 5, 6),
+            3,
+            torch.float64,
+            random_mask(2, 3, 5, 5, seed=39),
+            "a mask of shape (2, 3, 5, 5), one per head",
+            "(batch, n_heads, seq, seq) gives every head its own mask: head i uses mask[:, i], not mask[:, 0]",
+        ),
+        (
+            (2, 5, 6),
+            3,
+            torch.float64,
+            random_mask(3, 5, 5, seed=40),
+            "a 3-D mask of shape (3, 5, 5) = (n_heads, seq, seq)",
+            "a 3-D mask broadcasts against (batch, n_heads, seq, seq) from the right: its first axis is the heads",
+        ),
+        (
+            (2, 5, 6),
+            3,
+            torch.float64,
+            random_mask(1, 5, 5, seed=41),
+            "a 3-D mask of shape (1, 5, 5)",
+            f"(1, seq, seq) is one mask for every sequence and head: {broadcast}",
+        ),
+        (
+            (3, 4, 8),
+            2,
+            torch.float32,
+            random_mask(3, 1, 1, 4, seed=42),
+            "float32 inputs with a (3, 1, 1, 4) padding mask",
+            "float32 must work as well as float64: keep the input's dtype (use float('-inf'), not -1e300)",
+        ),
     ]
     for shape, heads, dtype, mask, what, hint in cases:
         d = shape[-1]
@@ -261,9 +378,12 @@ def check_multi_head_attention(multi_head_attention: Callable[..., tuple[Tensor,
         output, weights = require_tensor("output", result[0]), require_tensor("weights", result[1])
         want_out, want_w = reference_multi_head_attention(xx.double(), *(w.double() for w in ws), heads, mask)
         if tuple(weights.shape) != tuple(want_w.shape) or tuple(output.shape) != tuple(want_out.shape):
-            raise AssertionError(f"wrong shapes for {what}: expected output {tuple(want_out.shape)} and weights "
-                                 f"{tuple(want_w.shape)}, got {tuple(output.shape)} and {tuple(weights.shape)}. {hint}")
+            raise AssertionError(
+                f"wrong shapes for {what}: expected output {tuple(want_out.shape)} and weights "
+                f"{tuple(want_w.shape)}, got {tuple(output.shape)} and {tuple(weights.shape)}. {hint}"
+            )
         if not (close_to(weights, want_w) and close_to(output, want_out)):
-            raise AssertionError(f"wrong result for {what} (weights off by up to {max_abs_diff(weights, want_w):.3g}). "
-                                 f"{hint}")
+            raise AssertionError(
+                f"wrong result for {what} (weights off by up to {max_abs_diff(weights, want_w):.3g}). {hint}"
+            )
     report_passed("check_multi_head_attention")

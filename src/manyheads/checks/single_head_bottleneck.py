@@ -13,7 +13,7 @@ Exercise 1 (the single-head bottleneck): :func:`check_softmax`, :func:`check_sca
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 from torch import Tensor
@@ -56,7 +56,9 @@ def check_softmax(softmax: Callable[[Tensor], Tensor]) -> None:
             "Subtract each row's maximum before exp; it does not change the result."
         )
     if not close_to(weights, torch.softmax(big, dim=-1)):
-        raise AssertionError(f"softmax is off by up to {max_abs_diff(weights, torch.softmax(big, -1)):.3g} on large scores")
+        raise AssertionError(
+            f"softmax is off by up to {max_abs_diff(weights, torch.softmax(big, -1)):.3g} on large scores"
+        )
 
     masked = torch.tensor([[0.5, float("-inf"), 1.5, float("-inf")]], dtype=torch.float64)
     weights = require_tensor("softmax's result", call_student(softmax, "scores containing -inf", masked))
@@ -70,8 +72,9 @@ def check_softmax(softmax: Callable[[Tensor], Tensor]) -> None:
     # The other forms the spec allows (and the hidden tests use): no leading axes at all, and float32 scores,
     # large ones and -inf included.
     vector = fixed_randn(6, seed=9)
-    weights = require_tensor("softmax's result",
-                             call_student(softmax, "a 1-D tensor of shape (6,) (no leading axes)", vector))
+    weights = require_tensor(
+        "softmax's result", call_student(softmax, "a 1-D tensor of shape (6,) (no leading axes)", vector)
+    )
     if tuple(weights.shape) != (6,) or not close_to(weights, torch.softmax(vector, dim=-1)):
         raise AssertionError(
             f"softmax is wrong on a 1-D tensor of shape (6,) (got shape {tuple(weights.shape)}): the spec allows any "
@@ -80,8 +83,10 @@ def check_softmax(softmax: Callable[[Tensor], Tensor]) -> None:
     offsets = torch.tensor([[800.0], [0.0], [-900.0]], dtype=torch.float64)
     scores32 = (fixed_randn(3, 5, seed=10) * 30 + offsets).float()
     scores32[1, 1] = scores32[2, 3] = float("-inf")
-    weights = require_tensor("softmax's result", call_student(
-        softmax, "float32 scores of shape (3, 5) (rows near 800, 0 and -900, some -inf)", scores32))
+    weights = require_tensor(
+        "softmax's result",
+        call_student(softmax, "float32 scores of shape (3, 5) (rows near 800, 0 and -900, some -inf)", scores32),
+    )
     want = torch.softmax(scores32.double(), dim=-1)
     if tuple(weights.shape) != (3, 5) or torch.isnan(weights).any() or not close_to(weights, want):
         raise AssertionError(
@@ -92,13 +97,20 @@ def check_softmax(softmax: Callable[[Tensor], Tensor]) -> None:
 
 
 def check_scaled_dot_product_attention(attention: Callable[..., tuple[Tensor, Tensor]]) -> None:
-    """Visible test for exercise 1, part 2: ``scaled_dot_product_attention(q, k, v, mask=None) -> (output, weights)``."""
+    """Visible test for exercise 1, part 2: ``scaled_dot_product_attention(q, k, v, mask=None)``, returning
+    ``(output, weights)``."""
     batch, seq_q, seq_k, d_k, d_v = 2, 3, 5, 4, 6
-    q, k, v = fixed_randn(batch, seq_q, d_k, seed=2), fixed_randn(batch, seq_k, d_k, seed=3), fixed_randn(batch, seq_k, d_v, seed=4)
+    q, k, v = (
+        fixed_randn(batch, seq_q, d_k, seed=2),
+        fixed_randn(batch, seq_k, d_k, seed=3),
+        fixed_randn(batch, seq_k, d_v, seed=4),
+    )
     shapes = f"q {tuple(q.shape)}, k {tuple(k.shape)}, v {tuple(v.shape)}"
     result = call_student(attention, shapes, q, k, v)
     if not isinstance(result, tuple) or len(result) != 2:
-        raise AssertionError(f"scaled_dot_product_attention should return a tuple (output, weights), got {type(result).__name__}")
+        raise AssertionError(
+            f"scaled_dot_product_attention should return a tuple (output, weights), got {type(result).__name__}"
+        )
     output, weights = require_tensor("output", result[0]), require_tensor("weights", result[1])
     want_output, want_weights = _reference_attention(q, k, v)
 
@@ -125,7 +137,9 @@ def check_scaled_dot_product_attention(attention: Callable[..., tuple[Tensor, Te
             raise AssertionError("weights match softmax(q kᵀ) without scaling: divide the scores by √d_k")
         if close_to(weights, torch.softmax(scores / d_k, dim=-1)):
             raise AssertionError("weights match softmax(q kᵀ / d_k): divide by the square root of d_k, not d_k")
-        raise AssertionError(f"weights differ from softmax(q kᵀ / √d_k) by up to {max_abs_diff(weights, want_weights):.3g}")
+        raise AssertionError(
+            f"weights differ from softmax(q kᵀ / √d_k) by up to {max_abs_diff(weights, want_weights):.3g}"
+        )
     if not close_to(output, want_output):
         raise AssertionError(
             f"weights are right but output differs from weights @ v by up to {max_abs_diff(output, want_output):.3g}"
@@ -150,17 +164,26 @@ def check_scaled_dot_product_attention(attention: Callable[..., tuple[Tensor, Te
             )
         if torch.isnan(weights).any() or (w[..., ~mask].abs() > ATOL).any():
             raise AssertionError("with a mask, keys where the mask is False must get weight exactly 0 (and no NaN)")
-        raise AssertionError(f"with a mask, weights differ from the reference by up to {max_abs_diff(weights, want_weights):.3g}")
+        raise AssertionError(
+            f"with a mask, weights differ from the reference by up to {max_abs_diff(weights, want_weights):.3g}"
+        )
     if not close_to(output, want_output):
         raise AssertionError("with a mask, the weights are right but the output is not weights @ v")
 
     # Extra leading axes (batch, heads) and a padding mask that broadcasts over heads and queries.
-    q4, k4, v4 = fixed_randn(2, 3, seq_q, d_k, seed=5), fixed_randn(2, 3, seq_k, d_k, seed=6), fixed_randn(2, 3, seq_k, d_v, seed=7)
+    q4, k4, v4 = (
+        fixed_randn(2, 3, seq_q, d_k, seed=5),
+        fixed_randn(2, 3, seq_k, d_k, seed=6),
+        fixed_randn(2, 3, seq_k, d_v, seed=7),
+    )
     pad = torch.tensor([[True, True, True, False, False], [True, True, True, True, True]])[:, None, None, :]
     result = call_student(
         attention,
         "4-D inputs (batch, heads, seq, d) with a (2, 1, 1, 5) padding mask; use k.transpose(-2, -1), not k.T",
-        q4, k4, v4, pad,
+        q4,
+        k4,
+        v4,
+        pad,
     )
     output, weights = require_tensor("output", result[0]), require_tensor("weights", result[1])
     want_output, want_weights = _reference_attention(q4, k4, v4, pad)
@@ -179,25 +202,48 @@ def check_scaled_dot_product_attention(attention: Callable[..., tuple[Tensor, Te
     per_query[..., -1] = True  # every query may attend to at least one key
     full = torch.rand(2, 1, seq_q, seq_k, generator=torch.Generator().manual_seed(12)) < 0.5
     full[..., 0] = True
-    q1, k1, v1 = (fixed_randn(2, 1, seq_q, d_k, seed=13), fixed_randn(2, 1, seq_k, d_k, seed=14),
-                  fixed_randn(2, 1, seq_k, d_v, seed=15))
+    q1, k1, v1 = (
+        fixed_randn(2, 1, seq_q, d_k, seed=13),
+        fixed_randn(2, 1, seq_k, d_k, seed=14),
+        fixed_randn(2, 1, seq_k, d_v, seed=15),
+    )
     cases = [
-        ("2-D inputs with no leading axes, q (3, 4), k (5, 4), v (5, 6), no mask", (q[0], k[0], v[0], None),
-         "the leading axes can be none at all: use k.transpose(-2, -1) and dim=-1, and do not assume a batch axis"),
-        ("2-D inputs with no leading axes and a (3, 5) mask", (q[0], k[0], v[0], causal),
-         "the leading axes can be none at all: use k.transpose(-2, -1) and dim=-1, and do not assume a batch axis"),
-        ("float32 inputs q (2, 3, 4), k (2, 5, 4), v (2, 5, 6) with a (3, 5) mask",
-         (q.float(), k.float(), v.float(), causal),
-         "float32 must work as well as float64: keep the input's dtype (a constant such as -1e300 does not fit in "
-         "float32; use float('-inf'))"),
-        ("3-D inputs with a 3-D mask of shape (2, 3, 5), one mask per sequence", (q, k, v, per_query),
-         "a mask with the same leading axes as the inputs must be applied as it is, element by element"),
-        ("4-D inputs (2, 3, seq, d) with a 2-D (3, 5) mask shared by every batch and head", (q4, k4, v4, causal),
-         "a (seq_q, seq_k) mask broadcasts over all leading axes"),
-        ("inputs with leading axes (2, 1) and a full mask of shape (2, 1, 3, 5)", (q1, k1, v1, full),
-         "a mask of the weights' own shape is applied element by element; do not squeeze axes of size 1"),
-        ("4-D inputs (2, 3, seq, d) with a (2, 1, 3, 5) mask that broadcasts over the heads",
-         (q4, k4, v4, full), "a size-1 axis of the mask broadcasts over that axis of the inputs"),
+        (
+            "2-D inputs with no leading axes, q (3, 4), k (5, 4), v (5, 6), no mask",
+            (q[0], k[0], v[0], None),
+            "the leading axes can be none at all: use k.transpose(-2, -1) and dim=-1, and do not assume a batch axis",
+        ),
+        (
+            "2-D inputs with no leading axes and a (3, 5) mask",
+            (q[0], k[0], v[0], causal),
+            "the leading axes can be none at all: use k.transpose(-2, -1) and dim=-1, and do not assume a batch axis",
+        ),
+        (
+            "float32 inputs q (2, 3, 4), k (2, 5, 4), v (2, 5, 6) with a (3, 5) mask",
+            (q.float(), k.float(), v.float(), causal),
+            "float32 must work as well as float64: keep the input's dtype (a constant such as -1e300 does not fit in "
+            "float32; use float('-inf'))",
+        ),
+        (
+            "3-D inputs with a 3-D mask of shape (2, 3, 5), one mask per sequence",
+            (q, k, v, per_query),
+            "a mask with the same leading axes as the inputs must be applied as it is, element by element",
+        ),
+        (
+            "4-D inputs (2, 3, seq, d) with a 2-D (3, 5) mask shared by every batch and head",
+            (q4, k4, v4, causal),
+            "a (seq_q, seq_k) mask broadcasts over all leading axes",
+        ),
+        (
+            "inputs with leading axes (2, 1) and a full mask of shape (2, 1, 3, 5)",
+            (q1, k1, v1, full),
+            "a mask of the weights' own shape is applied element by element; do not squeeze axes of size 1",
+        ),
+        (
+            "4-D inputs (2, 3, seq, d) with a (2, 1, 3, 5) mask that broadcasts over the heads",
+            (q4, k4, v4, full),
+            "a size-1 axis of the mask broadcasts over that axis of the inputs",
+        ),
     ]
     for what, (qq, kk, vv, mask), hint in cases:
         args = (qq, kk, vv) if mask is None else (qq, kk, vv, mask)
@@ -212,8 +258,9 @@ def check_scaled_dot_product_attention(attention: Callable[..., tuple[Tensor, Te
                 f"{tuple(want_weights.shape)}, got {tuple(output.shape)} and {tuple(weights.shape)}. {hint}"
             )
         if not (close_to(weights, want_weights) and close_to(output, want_output)):
-            raise AssertionError(f"wrong result for {what} (weights off by up to "
-                                 f"{max_abs_diff(weights, want_weights):.3g}). {hint}")
+            raise AssertionError(
+                f"wrong result for {what} (weights off by up to {max_abs_diff(weights, want_weights):.3g}). {hint}"
+            )
     report_passed("check_scaled_dot_product_attention")
 
 
@@ -221,7 +268,9 @@ def check_attention_entropy(attention_entropy: Callable[[Tensor], Tensor]) -> No
     """Visible test for exercise 1, part 3: ``attention_entropy(weights)``, −Σ w log w over the last axis, in nats."""
     weights = torch.softmax(fixed_randn(2, 3, 5, seed=8), dim=-1)
     want = -(weights * weights.log()).sum(dim=-1)
-    got = require_tensor("attention_entropy's result", call_student(attention_entropy, "weights of shape (2, 3, 5)", weights))
+    got = require_tensor(
+        "attention_entropy's result", call_student(attention_entropy, "weights of shape (2, 3, 5)", weights)
+    )
     if tuple(got.shape) != (2, 3):
         raise AssertionError(
             f"attention_entropy returned shape {tuple(got.shape)} but should return one number per query, (2, 3) "
@@ -235,7 +284,9 @@ def check_attention_entropy(attention_entropy: Callable[[Tensor], Tensor]) -> No
         raise AssertionError(f"attention_entropy differs from −Σ w log w by up to {max_abs_diff(got, want):.3g}")
 
     special = torch.tensor([[1.0, 0.0, 0.0, 0.0], [0.5, 0.0, 0.5, 0.0], [0.25, 0.25, 0.25, 0.25]], dtype=torch.float64)
-    got = require_tensor("attention_entropy's result", call_student(attention_entropy, "weights containing zeros", special))
+    got = require_tensor(
+        "attention_entropy's result", call_student(attention_entropy, "weights containing zeros", special)
+    )
     if torch.isnan(got).any():
         raise AssertionError(
             "NaN for rows containing zero weights: 0 · log 0 is nan in floating point but counts as 0 in the entropy "
@@ -256,12 +307,17 @@ def check_attention_entropy(attention_entropy: Callable[[Tensor], Tensor]) -> No
         what = f"{str(dtype).removeprefix('torch.')} weights of shape (2, 3, 4, 6) with zeros"
         got = require_tensor("attention_entropy's result", call_student(attention_entropy, what, weights.to(dtype)))
         if tuple(got.shape) != (2, 3, 4):
-            raise AssertionError(f"attention_entropy returned shape {tuple(got.shape)} for {what}, expected "
-                                 "(2, 3, 4): any number of leading axes, sum over the last one only (dim=-1)")
+            raise AssertionError(
+                f"attention_entropy returned shape {tuple(got.shape)} for {what}, expected "
+                "(2, 3, 4): any number of leading axes, sum over the last one only (dim=-1)"
+            )
         if torch.isnan(got).any() or not close_to(got, want):
             raise AssertionError(
                 f"wrong entropies for {what} (off by up to {max_abs_diff(got, want):.3g})"
-                + (": float32 must work too; a constant such as 1e-300 is 0 in float32, so log(0) comes back"
-                   if dtype == torch.float32 else "")
+                + (
+                    ": float32 must work too; a constant such as 1e-300 is 0 in float32, so log(0) comes back"
+                    if dtype == torch.float32
+                    else ""
+                )
             )
     report_passed("check_attention_entropy")

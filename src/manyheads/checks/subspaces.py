@@ -10,7 +10,7 @@ unchanged. The hidden tests that grade the exercise use other inputs.
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 from torch import Tensor
@@ -45,7 +45,9 @@ def check_qk_circuits(qk_circuits: Callable[[Tensor, Tensor, int], Tensor]) -> N
     """Visible test for exercise 2, part 1: ``qk_circuits(w_q, w_k, n_heads)`` → (n_heads, d_model, d_model)."""
     d_model, n_heads = 6, 3
     w_q, w_k = fixed_randn(d_model, d_model, seed=21), fixed_randn(d_model, d_model, seed=22)
-    got = require_tensor("qk_circuits' result", call_student(qk_circuits, "w_q, w_k of shape (6, 6) and n_heads=3", w_q, w_k, n_heads))
+    got = require_tensor(
+        "qk_circuits' result", call_student(qk_circuits, "w_q, w_k of shape (6, 6) and n_heads=3", w_q, w_k, n_heads)
+    )
     want = _reference_circuits(w_q, w_k, n_heads)
     if tuple(got.shape) != (n_heads, d_model, d_model):
         raise AssertionError(
@@ -56,7 +58,7 @@ def check_qk_circuits(qk_circuits: Callable[[Tensor, Tensor, int], Tensor]) -> N
         raise AssertionError("every head got the full w_q @ w_kᵀ: keep only head h's columns of w_q and w_k")
     if close_to(got, want.transpose(-2, -1)):
         raise AssertionError("the circuits are transposed: M_h = W_q^h (W_k^h)ᵀ (query side first), not W_k^h (W_q^h)ᵀ")
-    rows = torch.stack([w_q[h * 2:(h + 1) * 2].T @ w_k[h * 2:(h + 1) * 2] for h in range(n_heads)])
+    rows = torch.stack([w_q[h * 2 : (h + 1) * 2].T @ w_k[h * 2 : (h + 1) * 2] for h in range(n_heads)])
     if close_to(got, rows):
         raise AssertionError("head h owns the *columns* [h·d_head, (h+1)·d_head) of w_q and w_k (x @ w), not the rows")
     if not close_to(got, want):
@@ -67,23 +69,41 @@ def check_qk_circuits(qk_circuits: Callable[[Tensor, Tensor, int], Tensor]) -> N
 
     # The other forms the hidden tests use: one head, heads of width 1, float32 weights.
     for d_model, n_heads, dtype, what, hint in (
-        (5, 1, torch.float64, "one head (n_heads=1, d_model=5)",
-         "with one head the result still has a head axis, shape (1, d_model, d_model): do not squeeze it away"),
-        (4, 4, torch.float64, "heads of width 1 (n_heads = d_model = 4)",
-         "with d_head = 1 each head's block is a single column; keep it 2-D (do not squeeze)"),
-        (6, 3, torch.float32, "float32 weights (d_model=6, n_heads=3)",
-         "float32 must work as well as float64: do not mix in float64 tensors"),
+        (
+            5,
+            1,
+            torch.float64,
+            "one head (n_heads=1, d_model=5)",
+            "with one head the result still has a head axis, shape (1, d_model, d_model): do not squeeze it away",
+        ),
+        (
+            4,
+            4,
+            torch.float64,
+            "heads of width 1 (n_heads = d_model = 4)",
+            "with d_head = 1 each head's block is a single column; keep it 2-D (do not squeeze)",
+        ),
+        (
+            6,
+            3,
+            torch.float32,
+            "float32 weights (d_model=6, n_heads=3)",
+            "float32 must work as well as float64: do not mix in float64 tensors",
+        ),
     ):
         w_q, w_k = fixed_randn(d_model, d_model, seed=26), fixed_randn(d_model, d_model, seed=27)
         want = _reference_circuits(w_q, w_k, n_heads)
-        got = require_tensor("qk_circuits' result",
-                             call_student(qk_circuits, what, w_q.to(dtype), w_k.to(dtype), n_heads))
+        got = require_tensor(
+            "qk_circuits' result", call_student(qk_circuits, what, w_q.to(dtype), w_k.to(dtype), n_heads)
+        )
         if tuple(got.shape) != tuple(want.shape):
-            raise AssertionError(f"qk_circuits returned shape {tuple(got.shape)} for {what}, expected "
-                                 f"{tuple(want.shape)}: {hint}")
+            raise AssertionError(
+                f"qk_circuits returned shape {tuple(got.shape)} for {what}, expected {tuple(want.shape)}: {hint}"
+            )
         if not close_to(got, want):
             raise AssertionError(
-                f"qk_circuits is wrong for {what} (off by up to {max_abs_diff(got, want):.3g}): {hint}")
+                f"qk_circuits is wrong for {what} (off by up to {max_abs_diff(got, want):.3g}): {hint}"
+            )
     report_passed("check_qk_circuits")
 
 
@@ -92,8 +112,10 @@ def check_head_scores(head_scores: Callable[[Tensor, Tensor, Tensor, int], Tenso
     batch, seq, d_model, n_heads = 2, 5, 8, 2
     x = fixed_randn(batch, seq, d_model, seed=23)
     w_q, w_k = fixed_randn(d_model, d_model, seed=24), fixed_randn(d_model, d_model, seed=25)
-    got = require_tensor("head_scores' result",
-                  call_student(head_scores, "x (2, 5, 8), w_q and w_k (8, 8), n_heads=2", x, w_q, w_k, n_heads))
+    got = require_tensor(
+        "head_scores' result",
+        call_student(head_scores, "x (2, 5, 8), w_q and w_k (8, 8), n_heads=2", x, w_q, w_k, n_heads),
+    )
     want = _reference_scores(x, w_q, w_k, n_heads)
     if tuple(got.shape) != (batch, n_heads, seq, seq):
         raise AssertionError(
@@ -115,26 +137,57 @@ def check_head_scores(head_scores: Callable[[Tensor, Tensor, Tensor, int], Tenso
 
     # The other forms the hidden tests use: a batch of one, one head, heads of width 1, float32.
     for batch, seq, d_model, n_heads, dtype, what, hint in (
-        (1, 4, 6, 2, torch.float64, "a batch of one sequence, x (1, 4, 6), n_heads=2",
-         "keep the batch axis even when it has size 1 (do not squeeze)"),
-        (2, 3, 5, 1, torch.float64, "one head, x (2, 3, 5), n_heads=1",
-         "keep the head axis even when there is one head, and divide by √d_head = √d_model"),
-        (2, 3, 4, 4, torch.float64, "heads of width 1, x (2, 3, 4), n_heads=4",
-         "with d_head = 1 keep the last axis of size 1 (do not squeeze)"),
-        (3, 4, 8, 2, torch.float32, "float32 inputs, x (3, 4, 8), n_heads=2",
-         "float32 must work as well as float64: do not mix in float64 tensors"),
+        (
+            1,
+            4,
+            6,
+            2,
+            torch.float64,
+            "a batch of one sequence, x (1, 4, 6), n_heads=2",
+            "keep the batch axis even when it has size 1 (do not squeeze)",
+        ),
+        (
+            2,
+            3,
+            5,
+            1,
+            torch.float64,
+            "one head, x (2, 3, 5), n_heads=1",
+            "keep the head axis even when there is one head, and divide by √d_head = √d_model",
+        ),
+        (
+            2,
+            3,
+            4,
+            4,
+            torch.float64,
+            "heads of width 1, x (2, 3, 4), n_heads=4",
+            "with d_head = 1 keep the last axis of size 1 (do not squeeze)",
+        ),
+        (
+            3,
+            4,
+            8,
+            2,
+            torch.float32,
+            "float32 inputs, x (3, 4, 8), n_heads=2",
+            "float32 must work as well as float64: do not mix in float64 tensors",
+        ),
     ):
         x = fixed_randn(batch, seq, d_model, seed=28)
         w_q, w_k = fixed_randn(d_model, d_model, seed=29), fixed_randn(d_model, d_model, seed=30)
         want = _reference_scores(x, w_q, w_k, n_heads)
-        got = require_tensor("head_scores' result",
-                             call_student(head_scores, what, x.to(dtype), w_q.to(dtype), w_k.to(dtype), n_heads))
+        got = require_tensor(
+            "head_scores' result", call_student(head_scores, what, x.to(dtype), w_q.to(dtype), w_k.to(dtype), n_heads)
+        )
         if tuple(got.shape) != tuple(want.shape):
-            raise AssertionError(f"head_scores returned shape {tuple(got.shape)} for {what}, expected "
-                                 f"{tuple(want.shape)}: {hint}")
+            raise AssertionError(
+                f"head_scores returned shape {tuple(got.shape)} for {what}, expected {tuple(want.shape)}: {hint}"
+            )
         if not close_to(got, want):
             raise AssertionError(
-                f"head_scores is wrong for {what} (off by up to {max_abs_diff(got, want):.3g}): {hint}")
+                f"head_scores is wrong for {what} (off by up to {max_abs_diff(got, want):.3g}): {hint}"
+            )
     report_passed("check_head_scores")
 
 
@@ -147,7 +200,9 @@ def check_principal_angles(principal_angles: Callable[[Tensor, Tensor], Tensor])
     got = require_tensor("principal_angles' result", call_student(principal_angles, "a (4, 2) and b (4, 2)", a, b))
     want = _reference_angles(a, b)
     if tuple(got.shape) != (2,):
-        raise AssertionError(f"principal_angles returned shape {tuple(got.shape)}; two 2-D subspaces have 2 angles, (2,)")
+        raise AssertionError(
+            f"principal_angles returned shape {tuple(got.shape)}; two 2-D subspaces have 2 angles, (2,)"
+        )
     if close_to(got, torch.rad2deg(want)):
         raise AssertionError("those are degrees: return radians (0 … π/2)")
     if close_to(got, torch.cos(want)) or close_to(got, torch.cos(want).flip(0)):
@@ -156,21 +211,28 @@ def check_principal_angles(principal_angles: Callable[[Tensor, Tensor], Tensor])
         raise AssertionError("return the angles in ascending order (smallest first)")
     if not close_to(got, want):
         raise AssertionError(
-            f"principal_angles differs from the reference by up to {max_abs_diff(got, want):.3g}. The columns of a and b "
-            "are not orthonormal: orthonormalise them first (torch.linalg.qr), then take the SVD of Qaᵀ Qb"
+            f"principal_angles differs from the reference by up to {max_abs_diff(got, want):.3g}. "
+            "The columns of a and b are not orthonormal: orthonormalise them first (torch.linalg.qr), "
+            "then take the SVD of Qaᵀ Qb"
         )
-    same = require_tensor("principal_angles' result", call_student(principal_angles, "a subspace and itself", a, a @ e[:2, :2].flip(0)))
+    same = require_tensor(
+        "principal_angles' result", call_student(principal_angles, "a subspace and itself", a, a @ e[:2, :2].flip(0))
+    )
     if not close_to(same, torch.zeros(2, dtype=torch.float64)):
         raise AssertionError(f"a subspace and itself (in another basis) should give angles 0, 0, got {same.tolist()}")
-    wide = require_tensor("principal_angles' result", call_student(principal_angles, "a (4, 1) and b (4, 3)", e[:, 3:], e[:, :3]))
+    wide = require_tensor(
+        "principal_angles' result", call_student(principal_angles, "a (4, 1) and b (4, 3)", e[:, 3:], e[:, :3])
+    )
     if tuple(wide.shape) != (1,) or not close_to(wide, torch.tensor([math.pi / 2], dtype=torch.float64)):
         raise AssertionError(f"span{{e3}} against span{{e0, e1, e2}} should give one angle, π/2; got {wide.tolist()}")
 
     # The other forms the hidden tests use: the wider subspace first (p > q), the arguments in either order, float32.
     plane, line = e[:, :3] @ fixed_randn(3, 3, seed=43), (0.6 * e[:, 0:1] + 0.8 * e[:, 3:4]) * 2.0
     want = _reference_angles(line, plane)
-    for what, args in (("a (4, 3) and b (4, 1): the first subspace wider than the second", (plane, line)),
-                       ("a (4, 1) and b (4, 3)", (line, plane))):
+    for what, args in (
+        ("a (4, 3) and b (4, 1): the first subspace wider than the second", (plane, line)),
+        ("a (4, 1) and b (4, 3)", (line, plane)),
+    ):
         got = require_tensor("principal_angles' result", call_student(principal_angles, what, *args))
         if tuple(got.shape) != (1,) or not close_to(got, want):
             raise AssertionError(
@@ -178,8 +240,9 @@ def check_principal_angles(principal_angles: Callable[[Tensor, Tensor], Tensor])
                 "min(p, q) angles whichever argument is wider, and swapping a and b gives the same angles"
             )
     a32, b32 = a.float(), b.float()
-    got = require_tensor("principal_angles' result",
-                         call_student(principal_angles, "float32 a (4, 2) and b (4, 2)", a32, b32))
+    got = require_tensor(
+        "principal_angles' result", call_student(principal_angles, "float32 a (4, 2) and b (4, 2)", a32, b32)
+    )
     want = _reference_angles(a, b)
     if tuple(got.shape) != (2,) or torch.isnan(got).any() or max_abs_diff(got, want) > 2e-3:
         raise AssertionError(

@@ -1,6 +1,6 @@
 """Notebook hygiene for maintainers: canonical JSON, no outputs, and the Colab set-up cell first.
 
-``python -m manyheads.course.hygiene clean``  rewrites chapters/ and solutions/ in canonical form (run before committing);
+``python -m manyheads.course.hygiene clean``  rewrites chapters/ and solutions/ in canonical form (before committing);
 ``python -m manyheads.course.hygiene check``  reports what is off and exits 1 (the tests run the same checks).
 
 Canonical form is what Jupyter itself writes (nbformat, indent 1, sorted keys, trailing newline), so opening and
@@ -42,10 +42,12 @@ def setup_cell_source(root: Path = REPO_ROOT) -> str:
     url, branch = repository_settings(root)
     return (
         f"{SETUP_CELL_MARKER}: installs the course package and what Colab lacks; does nothing anywhere else.\n"
-        "import subprocess, sys\n"
-        "if \"google.colab\" in sys.modules:  # Colab's kernel imports it at start-up\n"
-        "    subprocess.run([sys.executable, \"-m\", \"pip\", \"install\", \"-q\",\n"
-        f"                    \"manyheads[colab] @ git+{url}@{branch}\"], check=True)"
+        "import subprocess\n"
+        "import sys\n"
+        "\n"
+        f'COURSE_PACKAGE = "manyheads[colab] @ git+{url}@{branch}"\n'
+        'if "google.colab" in sys.modules:  # Colab\'s kernel imports it at start-up\n'
+        '    subprocess.run([sys.executable, "-m", "pip", "install", "-q", COURSE_PACKAGE], check=True)'
     )
 
 
@@ -74,7 +76,9 @@ def problems(path: Path, root: Path = REPO_ROOT) -> list[str]:
         nbformat.validate(nb)
     except nbformat.ValidationError as exc:
         found.append(f"{path}: invalid notebook ({exc.message})")
-    dirty = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and (c.outputs or c.execution_count is not None)]
+    dirty = [
+        i for i, c in enumerate(nb.cells) if c.cell_type == "code" and (c.outputs or c.execution_count is not None)
+    ]
     if dirty:
         found.append(f"{path}: outputs or execution counts in cells {dirty}")
     if "widgets" in nb.metadata:

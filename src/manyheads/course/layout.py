@@ -79,13 +79,15 @@ class CourseLayout:
         folders = (self.chapters_dir, self.solutions_dir)
         return sorted(p for d in folders for p in d.rglob("*.ipynb") if ".ipynb_checkpoints" not in p.parts)
 
-    def require(self, assignment: str) -> "CourseLayout":
+    def require(self, assignment: str) -> CourseLayout:
         """This layout if it holds ``assignment``'s source notebook; else :class:`CourseNotFound` naming what it has."""
         if not self.is_course():
             raise CourseNotFound(f"no nbgrader course ({self.CONFIG_FILE} + {self.SOURCE}/) in {self.root}")
         if not self.solution(assignment).is_file():
-            raise CourseNotFound(f"unknown assignment {assignment!r}: {self.solutions_dir} has "
-                                 f"{', '.join(self.assignments()) or 'no assignments'}")
+            raise CourseNotFound(
+                f"unknown assignment {assignment!r}: {self.solutions_dir} has "
+                f"{', '.join(self.assignments()) or 'no assignments'}"
+            )
         return self
 
 

@@ -82,7 +82,9 @@ def generate(root: Path = REPO_ROOT, names: Sequence[str] | None = None) -> list
     for name in names:
         done = subprocess.run(
             nbgrader_command("generate_assignment", name, "--force", "--no-db", root=root),
-            cwd=root, capture_output=True, text=True,
+            cwd=root,
+            capture_output=True,
+            text=True,
         )
         if done.returncode != 0:
             raise RuntimeError(f"nbgrader generate_assignment {name} failed:\n{done.stdout}{done.stderr}")

@@ -16,5 +16,16 @@ from manyheads.data.probes import (
 )
 from manyheads.data.tasks import IGNORE_INDEX, TwoRelationTask, offset_targets
 
-__all__ = ["IGNORE_INDEX", "TwoRelationTask", "offset_targets", "RELATIONS", "Sentence", "CorefItem",
-           "grammar_sentences", "natural_sentences", "dependency_sentences", "coreference_items", "read_conll"]
+__all__ = [
+    "IGNORE_INDEX",
+    "TwoRelationTask",
+    "offset_targets",
+    "RELATIONS",
+    "Sentence",
+    "CorefItem",
+    "grammar_sentences",
+    "natural_sentences",
+    "dependency_sentences",
+    "coreference_items",
+    "read_conll",
+]

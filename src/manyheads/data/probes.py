@@ -20,10 +20,15 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 
-
 __all__ = [
-    "RELATIONS", "Sentence", "CorefItem", "grammar_sentences", "natural_sentences", "dependency_sentences",
-    "coreference_items", "read_conll",
+    "RELATIONS",
+    "Sentence",
+    "CorefItem",
+    "grammar_sentences",
+    "natural_sentences",
+    "dependency_sentences",
+    "coreference_items",
+    "read_conll",
 ]
 
 #: The relations chapter 4 reports, in table order.
@@ -51,8 +56,11 @@ class Sentence:
 
     def arcs(self, relation: str | None = None) -> list[tuple[int, int]]:
         """(dependent, head) pairs, the root excluded; only those labelled ``relation`` if given."""
-        return [(i, h) for i, (h, r) in enumerate(zip(self.heads, self.relations))
-                if h >= 0 and (relation is None or r == relation)]
+        return [
+            (i, h)
+            for i, (h, r) in enumerate(zip(self.heads, self.relations))
+            if h >= 0 and (relation is None or r == relation)
+        ]
 
     @property
     def text(self) -> str:
@@ -87,19 +95,103 @@ class CorefItem:
 
 
 # ------------------------------------------------------------------------------------------------------ grammar
-_ANIMATE = ("teacher", "doctor", "farmer", "student", "child", "dog", "cat", "pilot", "artist", "baker", "nurse",
-            "lawyer", "singer", "driver", "horse", "neighbour")
-_THINGS = ("book", "letter", "car", "house", "apple", "ball", "song", "picture", "key", "box", "cake", "door",
-           "map", "bike", "hat", "chair", "coat", "lamp", "bottle", "ticket")
-_PLACES = ("garden", "kitchen", "park", "station", "market", "office", "room", "street", "village", "library",
-           "forest", "hotel")
-_ADJECTIVES = ("old", "young", "small", "big", "red", "quiet", "happy", "new", "tall", "clever", "bright", "heavy",
-               "green", "strange", "cheap", "lovely")
-_TRANSITIVE = (("saw", "see"), ("found", "find"), ("bought", "buy"), ("took", "take"), ("carried", "carry"),
-               ("liked", "like"), ("sold", "sell"), ("dropped", "drop"), ("kept", "keep"), ("chose", "choose"),
-               ("moved", "move"), ("wanted", "want"), ("cleaned", "clean"), ("painted", "paint"))
-_INTRANSITIVE = (("slept", "sleep"), ("waited", "wait"), ("sat", "sit"), ("stood", "stand"), ("worked", "work"),
-                 ("laughed", "laugh"), ("danced", "dance"))
+_ANIMATE = (
+    "teacher",
+    "doctor",
+    "farmer",
+    "student",
+    "child",
+    "dog",
+    "cat",
+    "pilot",
+    "artist",
+    "baker",
+    "nurse",
+    "lawyer",
+    "singer",
+    "driver",
+    "horse",
+    "neighbour",
+)
+_THINGS = (
+    "book",
+    "letter",
+    "car",
+    "house",
+    "apple",
+    "ball",
+    "song",
+    "picture",
+    "key",
+    "box",
+    "cake",
+    "door",
+    "map",
+    "bike",
+    "hat",
+    "chair",
+    "coat",
+    "lamp",
+    "bottle",
+    "ticket",
+)
+_PLACES = (
+    "garden",
+    "kitchen",
+    "park",
+    "station",
+    "market",
+    "office",
+    "room",
+    "street",
+    "village",
+    "library",
+    "forest",
+    "hotel",
+)
+_ADJECTIVES = (
+    "old",
+    "young",
+    "small",
+    "big",
+    "red",
+    "quiet",
+    "happy",
+    "new",
+    "tall",
+    "clever",
+    "bright",
+    "heavy",
+    "green",
+    "strange",
+    "cheap",
+    "lovely",
+)
+_TRANSITIVE = (
+    ("saw", "see"),
+    ("found", "find"),
+    ("bought", "buy"),
+    ("took", "take"),
+    ("carried", "carry"),
+    ("liked", "like"),
+    ("sold", "sell"),
+    ("dropped", "drop"),
+    ("kept", "keep"),
+    ("chose", "choose"),
+    ("moved", "move"),
+    ("wanted", "want"),
+    ("cleaned", "clean"),
+    ("painted", "paint"),
+)
+_INTRANSITIVE = (
+    ("slept", "sleep"),
+    ("waited", "wait"),
+    ("sat", "sit"),
+    ("stood", "stand"),
+    ("worked", "work"),
+    ("laughed", "laugh"),
+    ("danced", "dance"),
+)
 _AUXILIARIES = ("will", "can", "must", "should", "might")
 _DETERMINERS = ("the", "a", "this", "that", "every", "the", "the")
 _POSSESSIVES = ("his", "her", "their", "my", "our", "your")
@@ -271,7 +363,9 @@ def _template_items(n: int, seed: int) -> list[CorefItem]:
         a_male = rng.random() < 0.5
         a = rng.choice(_MALE if a_male else _FEMALE)
         b = rng.choice(_FEMALE if a_male else _MALE)
-        refers_to_a = (k // len(_TEMPLATES)) % 2 == 0  # half the items each way: the nearest mention is right half the time
+        refers_to_a = (
+            k // len(_TEMPLATES)
+        ) % 2 == 0  # half the items each way: the nearest mention is right half the time
         if "{o}" in template:  # "A phoned B and asked him/her": the object pronoun cannot be the subject A
             refers_to_a = False
         male = a_male if refers_to_a else not a_male

@@ -10,5 +10,12 @@ from manyheads.models.bert import BertConfig, BertEncoder, EncoderOutput, load_e
 from manyheads.models.checkpoints import PretrainedModelError
 from manyheads.models.tiny import TinyAttentionModel, count_parameters
 
-__all__ = ["TinyAttentionModel", "count_parameters", "BertConfig", "BertEncoder", "EncoderOutput", "load_encoder",
-           "PretrainedModelError"]
+__all__ = [
+    "TinyAttentionModel",
+    "count_parameters",
+    "BertConfig",
+    "BertEncoder",
+    "EncoderOutput",
+    "load_encoder",
+    "PretrainedModelError",
+]

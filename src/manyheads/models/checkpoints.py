@@ -97,7 +97,9 @@ def verify_sha256(path: str | Path, expected: str) -> None:
     """Raise :class:`PretrainedModelError` unless the file at ``path`` has the sha256 ``expected``."""
     actual = sha256_of(path)
     if actual != expected.lower():
-        raise PretrainedModelError(f"{path}: sha256 is {actual}, expected {expected}; the file is corrupt or different.")
+        raise PretrainedModelError(
+            f"{path}: sha256 is {actual}, expected {expected}; the file is corrupt or different."
+        )
 
 
 def model_dir(name: str | os.PathLike | None = None) -> Path:

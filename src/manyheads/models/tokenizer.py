@@ -45,9 +45,13 @@ class TokenBatch:
 
     def inputs(self) -> dict[str, Tensor]:
         """The tensors a model takes, by keyword: ``encoder(**batch.inputs())`` (also what ``BertModel`` takes)."""
-        return {"input_ids": self.input_ids, "attention_mask": self.attention_mask, "token_type_ids": self.token_type_ids}
+        return {
+            "input_ids": self.input_ids,
+            "attention_mask": self.attention_mask,
+            "token_type_ids": self.token_type_ids,
+        }
 
-    def to(self, device: torch.device | str) -> "TokenBatch":
+    def to(self, device: torch.device | str) -> TokenBatch:
         """The same batch with its tensors on ``device``."""
         return replace(self, **{k: v.to(device) for k, v in self.inputs().items()})
 
@@ -71,7 +75,7 @@ class Tokenizer:
             raise ValueError("the tokenizer has no [PAD] token; only BERT-style word-piece vocabularies are supported")
 
     @classmethod
-    def from_dir(cls, directory: str | Path, max_length: int | None = None) -> "Tokenizer":
+    def from_dir(cls, directory: str | Path, max_length: int | None = None) -> Tokenizer:
         """Read ``tokenizer.json`` if the directory has one, else build the BERT tokenizer from ``vocab.txt``.
 
         max_length (tokens per row, special tokens included; longer inputs are truncated) defaults to the

@@ -13,9 +13,22 @@ from manyheads.viz.tables import format_bytes, format_count, html_table, mean_sd
 from manyheads.viz.widgets import head_budget_html, head_budget_widget, one_softmax_widget, plane_projection_widget
 
 __all__ = [
-    "attention_heatmap", "head_heatmaps", "learning_curves",
-    "html_table", "show_table", "mean_sd", "format_count", "format_bytes",
-    "figure_widget", "html_widget",
-    "one_softmax_widget", "plane_projection_widget", "head_budget_html", "head_budget_widget",
-    "head_view", "model_view", "static_head_view", "localize",
+    "attention_heatmap",
+    "head_heatmaps",
+    "learning_curves",
+    "html_table",
+    "show_table",
+    "mean_sd",
+    "format_count",
+    "format_bytes",
+    "figure_widget",
+    "html_widget",
+    "one_softmax_widget",
+    "plane_projection_widget",
+    "head_budget_html",
+    "head_budget_widget",
+    "head_view",
+    "model_view",
+    "static_head_view",
+    "localize",
 ]

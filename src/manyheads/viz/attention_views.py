@@ -21,7 +21,7 @@ __all__ = ["localize", "head_view", "model_view", "static_head_view"]
 _CDN = "https://cdnjs.cloudflare.com/ajax/libs/"
 _LOCAL = {
     _CDN + "require.js/2.3.6/require.min.js": "requirejs/require.js",
-    _CDN + "d3/5.7.0/d3.min": "d3/dist/d3.min",          # require.js paths: no ".js"
+    _CDN + "d3/5.7.0/d3.min": "d3/dist/d3.min",  # require.js paths: no ".js"
     _CDN + "jquery/2.0.0/jquery.min": "jquery/dist/jquery.min",
 }
 
@@ -47,9 +47,8 @@ def _to_bertviz(attentions: Sequence[Tensor] | Tensor) -> tuple[Tensor, ...]:
 
 
 def _view(kind: str, attentions, tokens: Sequence[str], static: str, **kwargs):
-    from IPython.display import HTML
-
     import bertviz
+    from IPython.display import HTML
 
     view = getattr(bertviz, kind)(_to_bertviz(attentions), list(tokens), html_action="return", **kwargs)
     return view if _in_colab() else HTML(localize(view.data, static))
@@ -66,8 +65,15 @@ def model_view(attentions, tokens: Sequence[str], static: str = "../_static", **
     return _view("model_view", attentions, tokens, static, **kwargs)
 
 
-def static_head_view(weights: Tensor, tokens: Sequence[str], heads: Sequence[int], ax=None, title: str | None = None,
-                     colors: Sequence[str] | None = None, min_weight: float = 0.02):
+def static_head_view(
+    weights: Tensor,
+    tokens: Sequence[str],
+    heads: Sequence[int],
+    ax=None,
+    title: str | None = None,
+    colors: Sequence[str] | None = None,
+    min_weight: float = 0.02,
+):
     """A matplotlib version of the head view for one layer: tokens on the left attend to tokens on the right, one
     colour per head, line opacity = weight. weights: (n_heads, n, n). Returns the axes."""
     import matplotlib.pyplot as plt
@@ -83,8 +89,13 @@ def static_head_view(weights: Tensor, tokens: Sequence[str], heads: Sequence[int
         for i in range(n):
             for j in range(n):
                 if w[h, i, j] >= min_weight:
-                    ax.plot([0.1, 0.9], [y[i], y[j]], color=colors[k % len(colors)],
-                            alpha=float(min(1.0, w[h, i, j])) * (0.4 + 0.6 * share), lw=1.6)
+                    ax.plot(
+                        [0.1, 0.9],
+                        [y[i], y[j]],
+                        color=colors[k % len(colors)],
+                        alpha=float(min(1.0, w[h, i, j])) * (0.4 + 0.6 * share),
+                        lw=1.6,
+                    )
     for i, t in enumerate(tokens):
         ax.text(0.08, y[i], t, ha="right", va="center", fontsize=9)
         ax.text(0.92, y[i], t, ha="left", va="center", fontsize=9)

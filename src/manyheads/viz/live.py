@@ -26,18 +26,26 @@ def _checked(controls: dict[str, Any]) -> dict[str, widgets.ValueWidget]:
         raise TypeError("give at least one control, e.g. gap=widgets.FloatSlider(...)")
     for name, control in controls.items():
         if not isinstance(control, widgets.ValueWidget):
-            raise TypeError(f"control {name!r} must be an ipywidgets control with a value (IntSlider, Dropdown, ...), "
-                            f"got {type(control).__name__}")
+            raise TypeError(
+                f"control {name!r} must be an ipywidgets control with a value (IntSlider, Dropdown, ...), "
+                f"got {type(control).__name__}"
+            )
     return controls
 
 
 def _error_html(exc: Exception) -> str:
-    return (f'<div style="color:#a40000;border-left:4px solid #a40000;padding:4px 8px">'
-            f"<b>Could not draw this setting.</b> {html.escape(f'{type(exc).__name__}: {exc}')}</div>")
+    return (
+        f'<div style="color:#a40000;border-left:4px solid #a40000;padding:4px 8px">'
+        f"<b>Could not draw this setting.</b> {html.escape(f'{type(exc).__name__}: {exc}')}</div>"
+    )
 
 
-def _live(controls: dict[str, widgets.ValueWidget], view: widgets.DOMWidget,
-          show: Callable[[dict[str, Any]], None], message: widgets.HTML) -> widgets.VBox:
+def _live(
+    controls: dict[str, widgets.ValueWidget],
+    view: widgets.DOMWidget,
+    show: Callable[[dict[str, Any]], None],
+    message: widgets.HTML,
+) -> widgets.VBox:
     def refresh(_change: Any = None) -> None:
         values = {name: control.value for name, control in controls.items()}
         try:
@@ -70,8 +78,9 @@ def figure_widget(draw: Callable[..., Any], dpi: int = 100, **controls: widgets.
         try:
             fig = draw(**values)
             if not hasattr(fig, "savefig"):
-                raise TypeError(f"{getattr(draw, '__name__', 'draw')} must return a matplotlib Figure, "
-                                f"got {type(fig).__name__}")
+                raise TypeError(
+                    f"{getattr(draw, '__name__', 'draw')} must return a matplotlib Figure, got {type(fig).__name__}"
+                )
             buffer = io.BytesIO()
             fig.savefig(buffer, format="png", dpi=dpi)
             image.value = buffer.getvalue()

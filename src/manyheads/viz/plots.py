@@ -50,7 +50,9 @@ def attention_heatmap(
         ax.set_title(title, fontsize=9)
     if annotate:
         for (i, j), value in np.ndenumerate(w):
-            ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=6, color="white" if value < 0.6 else "black")
+            ax.text(
+                j, i, f"{value:.2f}", ha="center", va="center", fontsize=6, color="white" if value < 0.6 else "black"
+            )
     if colorbar:
         ax.figure.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
     return ax
@@ -70,7 +72,10 @@ def head_heatmaps(
     fig, axes = plt.subplots(1, n_heads, figsize=(3.3 * n_heads, 3.1), squeeze=False, layout="constrained")
     for h, ax in enumerate(axes[0]):
         attention_heatmap(
-            w[h], ax=ax, query_labels=token_labels, key_labels=token_labels,
+            w[h],
+            ax=ax,
+            query_labels=token_labels,
+            key_labels=token_labels,
             title=titles[h] if titles is not None else f"head {h}",
         )
     if suptitle:

@@ -28,17 +28,23 @@ from manyheads.viz.tables import format_bytes, format_count
 __all__ = ["one_softmax_widget", "plane_projection_widget", "head_budget_html", "head_budget_widget"]
 
 
-def head_budget_html(d_model: int, n_heads: int, n_kv_heads: int | None = None, seq_len: int = 512,
-                     n_layers: int = 1, batch: int = 1) -> str:
+def head_budget_html(
+    d_model: int, n_heads: int, n_kv_heads: int | None = None, seq_len: int = 512, n_layers: int = 1, batch: int = 1
+) -> str:
     """One configuration as an HTML table, or a highlighted message saying why it is invalid."""
     try:
         b = head_budget(d_model, n_heads, n_kv_heads, seq_len=seq_len, n_layers=n_layers, batch=batch)
     except ValueError as exc:
-        return (f'<div style="color:#a40000;border-left:4px solid #a40000;padding:4px 8px">'
-                f"<b>Invalid combination.</b> {html.escape(str(exc))}</div>")
+        return (
+            f'<div style="color:#a40000;border-left:4px solid #a40000;padding:4px 8px">'
+            f"<b>Invalid combination.</b> {html.escape(str(exc))}</div>"
+        )
     kind = "multi-head" if b.n_kv_heads == b.n_heads else ("multi-query" if b.n_kv_heads == 1 else "grouped-query")
-    bottleneck = (f"yes: d_head = {b.d_head} &lt; n = {b.seq_len}, so some attention patterns cannot be represented"
-                  if b.low_rank_bottleneck else f"no: d_head = {b.d_head} ≥ n = {b.seq_len}")
+    bottleneck = (
+        f"yes: d_head = {b.d_head} &lt; n = {b.seq_len}, so some attention patterns cannot be represented"
+        if b.low_rank_bottleneck
+        else f"no: d_head = {b.d_head} ≥ n = {b.seq_len}"
+    )
     layers = f" ({n_layers} layers)" if n_layers > 1 else " (one layer)"
     rows = [
         ("d_head = d_model / n_heads", f"{b.d_head}"),
@@ -50,19 +56,23 @@ def head_budget_html(d_model: int, n_heads: int, n_kv_heads: int | None = None, 
         ("low-rank bottleneck (d_head < n)?", bottleneck),
     ]
     body = "".join(f"<tr><td>{k}</td><td>{v}</td></tr>" for k, v in rows)
-    caption = (f"d_model = {d_model}, n_heads = {n_heads}, n_kv_heads = {b.n_kv_heads}, sequence length n = {seq_len}"
-               f", batch {batch}")
+    caption = (
+        f"d_model = {d_model}, n_heads = {n_heads}, n_kv_heads = {b.n_kv_heads}, sequence length n = {seq_len}"
+        f", batch {batch}"
+    )
     return f'<table class="table"><caption>{caption}</caption><tbody>{body}</tbody></table>'
 
 
-def head_budget_widget(d_model: int = 512, n_heads: int = 8, n_kv_heads: int = 8, seq_len: int = 1024,
-                       n_layers: int = 1) -> widgets.VBox:
+def head_budget_widget(
+    d_model: int = 512, n_heads: int = 8, n_kv_heads: int = 8, seq_len: int = 1024, n_layers: int = 1
+) -> widgets.VBox:
     """Live explorer: type a configuration and the table updates (chapter 3). Static pages show the defaults."""
     style = {"description_width": "110px"}
 
     def box(value, description, maximum):
-        return widgets.BoundedIntText(value=value, min=0, max=maximum, description=description, style=style,
-                                      continuous_update=False)
+        return widgets.BoundedIntText(
+            value=value, min=0, max=maximum, description=description, style=style, continuous_update=False
+        )
 
     return html_widget(
         head_budget_html,
@@ -112,10 +122,12 @@ def one_softmax_widget(vocab: Sequence[str] = ("A", "B", "C", "D", "E", "F")) ->
 
     return figure_widget(
         draw,
-        gap=widgets.FloatSlider(value=0.0, min=-6.0, max=6.0, step=0.25, description="score gap",
-                                continuous_update=False),
-        other=widgets.FloatSlider(value=-2.0, min=-6.0, max=2.0, step=0.25, description="other keys",
-                                  continuous_update=False),
+        gap=widgets.FloatSlider(
+            value=0.0, min=-6.0, max=6.0, step=0.25, description="score gap", continuous_update=False
+        ),
+        other=widgets.FloatSlider(
+            value=-2.0, min=-6.0, max=2.0, step=0.25, description="other keys", continuous_update=False
+        ),
     )
 
 
@@ -149,10 +161,14 @@ def plane_projection_widget(
         left.set_aspect("equal", adjustable="datalim")
         left.set_xlabel("plane direction 1")
         left.set_ylabel("plane direction 2")
-        left.set_title(f"tokens projected onto the head's plane (normal at {azimuth:.0f}°, {elevation:.0f}°)",
-                       fontsize=9)
-        right.bar(range(len(labels)), weights.numpy(), color=["tab:red" if i == query_token else "tab:blue"
-                                                              for i in range(len(labels))])
+        left.set_title(
+            f"tokens projected onto the head's plane (normal at {azimuth:.0f}°, {elevation:.0f}°)", fontsize=9
+        )
+        right.bar(
+            range(len(labels)),
+            weights.numpy(),
+            color=["tab:red" if i == query_token else "tab:blue" for i in range(len(labels))],
+        )
         right.set_xticks(range(len(labels)), labels, rotation=45, ha="right", fontsize=8)
         right.set_ylim(0, 1)
         right.set_ylabel("attention weight")
@@ -161,10 +177,13 @@ def plane_projection_widget(
 
     return figure_widget(
         draw,
-        azimuth=widgets.FloatSlider(value=azimuth, min=0.0, max=180.0, step=15.0, description="azimuth",
-                                    continuous_update=False),
-        elevation=widgets.FloatSlider(value=elevation, min=-90.0, max=90.0, step=15.0, description="elevation",
-                                      continuous_update=False),
-        query_token=widgets.Dropdown(options=[(label, i) for i, label in enumerate(labels)], value=query,
-                                     description="query"),
+        azimuth=widgets.FloatSlider(
+            value=azimuth, min=0.0, max=180.0, step=15.0, description="azimuth", continuous_update=False
+        ),
+        elevation=widgets.FloatSlider(
+            value=elevation, min=-90.0, max=90.0, step=15.0, description="elevation", continuous_update=False
+        ),
+        query_token=widgets.Dropdown(
+            options=[(label, i) for i, label in enumerate(labels)], value=query, description="query"
+        ),
     )

@@ -19,11 +19,18 @@ from manyheads.course.grading.runner import GradingError, Options, grade
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="manyheads", description="Many Heads course tools")
     sub = parser.add_subparsers(dest="command", required=True)
-    g = sub.add_parser("grade", help="autograde a class's submissions with nbgrader (sandboxed, parallel)",
-                       description=__doc__.split("\n\n")[0])
+    g = sub.add_parser(
+        "grade",
+        help="autograde a class's submissions with nbgrader (sandboxed, parallel)",
+        description=__doc__.split("\n\n")[0],
+    )
     g.add_argument("assignment", metavar="ASSIGNMENT", help="assignment stem, e.g. 01_single_head_bottleneck")
-    g.add_argument("submissions", metavar="SUBMISSIONS", type=Path,
-                   help="folder or .zip with <student_id>/<any>.ipynb or <student_id>__<any>.ipynb")
+    g.add_argument(
+        "submissions",
+        metavar="SUBMISSIONS",
+        type=Path,
+        help="folder or .zip with <student_id>/<any>.ipynb or <student_id>__<any>.ipynb",
+    )
     g.add_argument("--out", required=True, type=Path, help="output folder (grades.csv, feedback/, report.md)")
     g.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="submissions graded at once (default: cores)")
     g.add_argument("--timeout", type=int, default=60, help="seconds per cell before it is interrupted (default 60)")
@@ -43,8 +50,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.db and not args.db.startswith(("postgresql", "sqlite")):
         print("manyheads grade: --db must be a postgresql:// or sqlite:/// URL", file=sys.stderr)
         return 2
-    opts = Options(jobs=args.jobs, timeout=args.timeout, db=args.db, pattern=args.pattern,
-                   sandbox=not args.no_sandbox, keep_work=args.keep_work)
+    opts = Options(
+        jobs=args.jobs,
+        timeout=args.timeout,
+        db=args.db,
+        pattern=args.pattern,
+        sandbox=not args.no_sandbox,
+        keep_work=args.keep_work,
+    )
     try:
         rows, facts = grade(args.assignment, args.submissions, args.out, opts, course=args.course)
     except (GradingError, CollectError) as exc:
@@ -54,8 +67,10 @@ def main(argv: list[str] | None = None) -> int:
     report.write_csv(out / "grades.csv", rows, facts["test_ids"])
     report.write_report(out / "report.md", rows, facts)
     counts = {s: sum(r.status == s for r in rows) for s in ("graded", "repaired", "failed")}
-    print(f"{len(rows)} students: {counts['graded']} graded, {counts['repaired']} repaired, {counts['failed']} failed "
-          f"in {facts['seconds']:.1f} s; wrote {out / 'grades.csv'}, {out / 'report.md'}, {out / 'feedback'}/")
+    print(
+        f"{len(rows)} students: {counts['graded']} graded, {counts['repaired']} repaired, {counts['failed']} failed "
+        f"in {facts['seconds']:.1f} s; wrote {out / 'grades.csv'}, {out / 'report.md'}, {out / 'feedback'}/"
+    )
     return 0
 
 

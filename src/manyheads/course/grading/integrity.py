@@ -62,8 +62,11 @@ def parse(data: bytes) -> tuple[nbformat.NotebookNode | None, str | None, list[s
         raw = json.loads(data.decode("utf-8-sig"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         return None, f"not valid JSON ({type(exc).__name__}: {str(exc)[:80]})", []
-    if not isinstance(raw, dict) or not isinstance(raw.get("cells", raw.get("worksheets")), list) \
-            or not isinstance(raw.get("nbformat"), int):
+    if (
+        not isinstance(raw, dict)
+        or not isinstance(raw.get("cells", raw.get("worksheets")), list)
+        or not isinstance(raw.get("nbformat"), int)
+    ):
         return None, "valid JSON but not a Jupyter notebook", []
     notes = []
     version = (raw.get("nbformat"), raw.get("nbformat_minor", 0))
@@ -99,8 +102,9 @@ def _match(sub_cells, rel_cells) -> dict[int, tuple[int, str]]:
             matched[i], _ = (j, "by grade id"), taken.add(j)
     free_s = [i for i in range(len(sub_cells)) if i not in matched]
     free_r = [j for j in range(len(rel_cells)) if j not in taken]
-    seq = difflib.SequenceMatcher(a=[_key(sub_cells[i]) for i in free_s], b=[_key(rel_cells[j]) for j in free_r],
-                                  autojunk=False)
+    seq = difflib.SequenceMatcher(
+        a=[_key(sub_cells[i]) for i in free_s], b=[_key(rel_cells[j]) for j in free_r], autojunk=False
+    )
     for a, b, size in seq.get_matching_blocks():
         for k in range(size):
             if _key(sub_cells[free_s[a + k]])[1]:  # never align on an empty first line
@@ -113,7 +117,9 @@ def check(data: bytes, release: nbformat.NotebookNode, assignment: str) -> Check
     nb, fatal, notes = parse(data)
     if nb is None:
         return Checked(None, fatal=fatal)
-    claimed = nb.metadata.get("manyheads", {}).get("exercise") if isinstance(nb.metadata.get("manyheads"), dict) else None
+    claimed = (
+        nb.metadata.get("manyheads", {}).get("exercise") if isinstance(nb.metadata.get("manyheads"), dict) else None
+    )
     if claimed and claimed != assignment:
         return Checked(None, fatal=f"wrong assignment: the notebook is {claimed!r}, not {assignment!r}")
     rel_cells = release.cells
@@ -121,8 +127,11 @@ def check(data: bytes, release: nbformat.NotebookNode, assignment: str) -> Check
     matched = _match(nb.cells, rel_cells)
     found = {j for j, _ in matched.values() if j in graded_rel}
     if len(found) * 2 < len(graded_rel):
-        return Checked(None, fatal=f"does not look like {assignment}: only {len(found)} of its {len(graded_rel)} "
-                                   "graded and read-only cells were found")
+        return Checked(
+            None,
+            fatal=f"does not look like {assignment}: only {len(found)} of its {len(graded_rel)} "
+            "graded and read-only cells were found",
+        )
     repairs: list[str] = []
     reattached: dict[str, list[str]] = {}
     extra = 0
@@ -164,8 +173,11 @@ def check(data: bytes, release: nbformat.NotebookNode, assignment: str) -> Check
         out_cells.append(cell)
     # Re-insert deleted release cells that carry nbgrader metadata, after the cell matched to their predecessor.
     for how, gids in reattached.items():
-        repairs.insert(0, f"nbgrader metadata missing on {len(gids)} cell{'s' if len(gids) > 1 else ''} "
-                          f"({', '.join(gids)}): re-attached ({how})")
+        repairs.insert(
+            0,
+            f"nbgrader metadata missing on {len(gids)} cell{'s' if len(gids) > 1 else ''} "
+            f"({', '.join(gids)}): re-attached ({how})",
+        )
     rel_to_sub = {j: i for i, (j, _) in matched.items()}
     inserts: list[tuple[int, int]] = []
     for j in graded_rel:

@@ -17,8 +17,10 @@ def write_csv(path: Path, rows, test_ids: list[str]) -> None:
         writer = csv.writer(f)
         writer.writerow(COLUMNS + test_ids)
         for row in sorted(rows, key=lambda r: r.student_id):
-            writer.writerow([row.student_id, _num(row.score), _num(row.max_score), row.status,
-                             "; ".join(row.problems)] + [_num(row.tests.get(g)) for g in test_ids])
+            writer.writerow(
+                [row.student_id, _num(row.score), _num(row.max_score), row.status, "; ".join(row.problems)]
+                + [_num(row.tests.get(g)) for g in test_ids]
+            )
 
 
 def read_csv(path: Path) -> dict[str, dict[str, str]]:
@@ -43,8 +45,9 @@ def write_report(path: Path, rows, facts: dict) -> None:
         f"({', '.join(f'{g} {p:g}' for g, p in facts['points'].items())}); written answers are graded by hand "
         "in nbgrader's formgrader on `OUT/course` and are not in these scores.",
         "",
-        f"Mean score {sum(scored) / len(scored):.2f} over {len(scored)} graded notebooks." if scored else
-        "No notebook could be graded.",
+        f"Mean score {sum(scored) / len(scored):.2f} over {len(scored)} graded notebooks."
+        if scored
+        else "No notebook could be graded.",
         "",
         f"Graded with {facts['jobs']} job(s), sandbox {'on' if facts['sandbox'] else 'OFF'}, "
         f"{facts['db']} gradebook, in {facts['seconds']:.0f} s.",

@@ -78,14 +78,20 @@ def normalise_db(url: str) -> str:
         import importlib.util
 
         if importlib.util.find_spec("psycopg") is None and importlib.util.find_spec("psycopg2") is not None:
-            return "postgresql+psycopg2://" + url[len("postgresql://"):]
+            return "postgresql+psycopg2://" + url[len("postgresql://") :]
     return url
 
 
 def nbgrader(course: Path, *args: str, db: str, env: dict | None = None, timeout: float | None = None):
     """Run one nbgrader command in ``course``: (exit status, output). Never raises on nbgrader's own failures."""
-    cmd = [sys.executable, "-m", "nbgrader", *args, f"--CourseDirectory.root={course}",
-           f"--CourseDirectory.db_url={db}"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "nbgrader",
+        *args,
+        f"--CourseDirectory.root={course}",
+        f"--CourseDirectory.db_url={db}",
+    ]
     try:
         done = subprocess.run(cmd, cwd=course, env=_env(env), capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired as exc:
@@ -144,15 +150,17 @@ def release_course(source: Path, assignment: str, work: Path, db: str) -> nbform
     return nbformat.read(work / "exercises" / assignment / f"{assignment}.ipynb", as_version=4)
 
 
-def check_submissions(submissions: Path, release: nbformat.NotebookNode, assignment: str,
-                      pattern: str | None) -> tuple[list[Row], list[str]]:
+def check_submissions(
+    submissions: Path, release: nbformat.NotebookNode, assignment: str, pattern: str | None
+) -> tuple[list[Row], list[str]]:
     """Collect and check every student's files: one Row each (with the notebook to grade, or failed)."""
     subs, skipped = collect_mod.collect(submissions, pattern)
     rows = []
     for sub in subs:
         row = Row(sub.student_id, problems=list(sub.problems))
-        checked = {name: (integrity.check(data, release, assignment), mtime)
-                   for name, (data, mtime) in sub.files.items()}
+        checked = {
+            name: (integrity.check(data, release, assignment), mtime) for name, (data, mtime) in sub.files.items()
+        }
         pick, repairs, notes = integrity.choose(checked) if checked else (None, [], [])
         row.problems += notes + repairs
         row.repaired = bool(repairs)
@@ -170,15 +178,22 @@ def check_submissions(submissions: Path, release: nbformat.NotebookNode, assignm
 
 def _why_failed(log: str, student: str) -> str:
     text = log.replace("\r", "")
-    for needle, why in (("DeadKernelError", "the kernel died (e.g. the code killed it or ran out of memory)"),
-                        ("Kernel died", "the kernel died (e.g. the code killed it or ran out of memory)"),
-                        ("CellTimeoutError", "a cell ran past the time limit and could not be interrupted"),
-                        ("stopped after", "grading this notebook ran past the overall time limit"),
-                        ("Kernel didn't respond", "the kernel did not start")):
+    for needle, why in (
+        ("DeadKernelError", "the kernel died (e.g. the code killed it or ran out of memory)"),
+        ("Kernel died", "the kernel died (e.g. the code killed it or ran out of memory)"),
+        ("CellTimeoutError", "a cell ran past the time limit and could not be interrupted"),
+        ("stopped after", "grading this notebook ran past the overall time limit"),
+        ("Kernel didn't respond", "the kernel did not start"),
+    ):
         if needle in text:
             return f"nbgrader could not grade it: {why}"
-    errors = [line.strip() for line in text.splitlines() if ("Error" in line or "ERROR" in line)
-              and "above traceback" not in line and "There was an error processing" not in line]
+    errors = [
+        line.strip()
+        for line in text.splitlines()
+        if ("Error" in line or "ERROR" in line)
+        and "above traceback" not in line
+        and "There was an error processing" not in line
+    ]
     last = f": {errors[-1][:200]}" if errors else ""
     return f"nbgrader could not grade it{last} (full log in OUT/.work with --keep-work)"
 
@@ -207,16 +222,33 @@ class _Worker:
             target.mkdir(parents=True)
             (target / f"{self.assignment}.ipynb").write_text(nbformat.writes(row.notebook), encoding="utf-8")
         per_notebook = self.opts.timeout * 8 + 120
-        status, log = nbgrader(self.root, "autograde", self.assignment, "--force",
-                               f"--CourseDirectory.submitted_directory={folder}", *self.args,
-                               db=self.db, env=self.env, timeout=per_notebook * len(rows))
+        status, log = nbgrader(
+            self.root,
+            "autograde",
+            self.assignment,
+            "--force",
+            f"--CourseDirectory.submitted_directory={folder}",
+            *self.args,
+            db=self.db,
+            env=self.env,
+            timeout=per_notebook * len(rows),
+        )
         self.log.append(log)
         missing = [r for r in rows if not self.autograded(r).is_file()]
         if len(rows) > 1 and missing:  # grade the ones that did not make it alone, so one cannot sink the rest
             for row in missing:
-                status, log = nbgrader(self.root, "autograde", self.assignment, "--force", f"--student={row.student_id}",
-                                       f"--CourseDirectory.submitted_directory={folder}", *self.args,
-                                       db=self.db, env=self.env, timeout=per_notebook)
+                status, log = nbgrader(
+                    self.root,
+                    "autograde",
+                    self.assignment,
+                    "--force",
+                    f"--student={row.student_id}",
+                    f"--CourseDirectory.submitted_directory={folder}",
+                    *self.args,
+                    db=self.db,
+                    env=self.env,
+                    timeout=per_notebook,
+                )
                 self.log.append(log)
                 if not self.autograded(row).is_file():
                     row.problems.append(_why_failed(log, row.student_id))
@@ -243,8 +275,7 @@ def _scores(db: str, assignment: str, students: list[str]) -> dict[str, dict]:
             except MissingEntry:
                 continue
             [nb] = sub.notebooks
-            found[student] = {g.name: (g.auto_score, g.max_score, g.needs_manual_grade, g.cell_type)
-                              for g in nb.grades}
+            found[student] = {g.name: (g.auto_score, g.max_score, g.needs_manual_grade, g.cell_type) for g in nb.grades}
     return found
 
 
@@ -285,7 +316,9 @@ def merge_sqlite(target: Path, sources: list[Path]) -> None:
             con.execute(f"DETACH DATABASE w{i}")
 
 
-def grade(assignment: str, submissions: Path, out: Path, opts: Options, course: Path | None = None) -> tuple[list[Row], dict]:
+def grade(
+    assignment: str, submissions: Path, out: Path, opts: Options, course: Path | None = None
+) -> tuple[list[Row], dict]:
     """Grade every student's submission; write nothing but ``out``. Returns the rows and facts for the report."""
     started = time.monotonic()
     source = find_course(assignment, course)
@@ -310,7 +343,7 @@ def grade(assignment: str, submissions: Path, out: Path, opts: Options, course: 
     chunk = opts.chunk or max(1, min(25, -(-len(todo) // jobs)))
     tasks: queue.Queue = queue.Queue()
     for i in range(0, len(todo), chunk):
-        tasks.put(todo[i:i + chunk])
+        tasks.put(todo[i : i + chunk])
     where: dict[str, _Worker] = {}
     errors: list[BaseException] = []
 
@@ -339,10 +372,16 @@ def grade(assignment: str, submissions: Path, out: Path, opts: Options, course: 
     if errors:
         raise errors[0]
     # Scores from the gradebook(s), feedback into OUT/feedback/<student>/<notebook>.html
-    test_ids = [c.metadata["nbgrader"]["grade_id"] for c in release.cells
-                if c.metadata.get("nbgrader", {}).get("grade") and not c.metadata["nbgrader"].get("solution")]
-    points = {c.metadata["nbgrader"]["grade_id"]: float(c.metadata["nbgrader"]["points"]) for c in release.cells
-              if c.metadata.get("nbgrader", {}).get("grade_id") in test_ids}
+    test_ids = [
+        c.metadata["nbgrader"]["grade_id"]
+        for c in release.cells
+        if c.metadata.get("nbgrader", {}).get("grade") and not c.metadata["nbgrader"].get("solution")
+    ]
+    points = {
+        c.metadata["nbgrader"]["grade_id"]: float(c.metadata["nbgrader"]["points"])
+        for c in release.cells
+        if c.metadata.get("nbgrader", {}).get("grade_id") in test_ids
+    }
     by_worker: dict[int, list[str]] = {}
     for student, worker in where.items():
         by_worker.setdefault(id(worker), []).append(student)
@@ -375,10 +414,17 @@ def grade(assignment: str, submissions: Path, out: Path, opts: Options, course: 
     _publish_course(out / "course", master, workers, assignment, db, opts)
     if not opts.keep_work:
         shutil.rmtree(work, ignore_errors=True)
-    facts = {"assignment": assignment, "skipped": skipped, "jobs": jobs, "sandbox": opts.sandbox,
-             "seconds": time.monotonic() - started, "test_ids": test_ids, "points": points,
-             "db": "postgresql" if opts.db and opts.db.startswith("postgresql") else "sqlite",
-             "log": "\n".join(line for w in workers for line in w.log)}
+    facts = {
+        "assignment": assignment,
+        "skipped": skipped,
+        "jobs": jobs,
+        "sandbox": opts.sandbox,
+        "seconds": time.monotonic() - started,
+        "test_ids": test_ids,
+        "points": points,
+        "db": "postgresql" if opts.db and opts.db.startswith("postgresql") else "sqlite",
+        "log": "\n".join(line for w in workers for line in w.log),
+    }
     return rows, facts
 
 

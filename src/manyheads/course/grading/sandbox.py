@@ -33,9 +33,11 @@ from pathlib import Path
 import manyheads
 
 KERNEL_NAME = "manyheads-sandbox"
-INSTALL_HINT = ("the sandbox needs bubblewrap (`bwrap`): install it with `sudo apt-get install bubblewrap` "
-                "(Debian/Ubuntu) or `sudo dnf install bubblewrap` (Fedora), or pass --no-sandbox to grade without "
-                "it (only for submissions you trust)")
+INSTALL_HINT = (
+    "the sandbox needs bubblewrap (`bwrap`): install it with `sudo apt-get install bubblewrap` "
+    "(Debian/Ubuntu) or `sudo dnf install bubblewrap` (Fedora), or pass --no-sandbox to grade without "
+    "it (only for submissions you trust)"
+)
 # Sandbox users (as root): no account needed, far above the ranges that systems and containers allocate
 # (systemd hands out up to 1878982656), so no real user's processes count against a kernel's process limit.
 SANDBOX_UID_BASE = 2_000_000_000
@@ -81,18 +83,29 @@ def available() -> str | None:
     bwrap = shutil.which("bwrap")
     if bwrap is None:
         return f"bubblewrap is not installed: {INSTALL_HINT}"
-    probe = subprocess.run([bwrap, "--unshare-net", "--unshare-pid", "--ro-bind", "/", "/", "--dev", "/dev",
-                            "--proc", "/proc", "true"], capture_output=True, text=True)
+    probe = subprocess.run(
+        [bwrap, "--unshare-net", "--unshare-pid", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "true"],
+        capture_output=True,
+        text=True,
+    )
     if probe.returncode != 0:
-        return (f"bubblewrap is installed but cannot create a sandbox here ({probe.stderr.strip()[:200]}); "
-                "user namespaces may be disabled (sysctl kernel.unprivileged_userns_clone=1), or pass --no-sandbox")
+        return (
+            f"bubblewrap is installed but cannot create a sandbox here ({probe.stderr.strip()[:200]}); "
+            "user namespaces may be disabled (sysctl kernel.unprivileged_userns_clone=1), or pass --no-sandbox"
+        )
     return None
 
 
 def _ro_binds() -> list[str]:
     """Paths the kernel may read: system files, the Python installation, the venv and the manyheads package."""
-    paths = {"/usr", "/etc", sys.base_prefix, sys.prefix, sysconfig.get_paths()["purelib"],
-             str(Path(manyheads.__file__).resolve().parent)}
+    paths = {
+        "/usr",
+        "/etc",
+        sys.base_prefix,
+        sys.prefix,
+        sysconfig.get_paths()["purelib"],
+        str(Path(manyheads.__file__).resolve().parent),
+    }
     real = {str(Path(sys.executable).resolve().parent.parent)}
     return sorted(p for p in paths | real if p and Path(p).exists())
 
@@ -115,23 +128,42 @@ def prepare(folder: Path, limits: Limits = Limits(), uid: int = SANDBOX_UID_BASE
     as_root = os.geteuid() == 0
     ro = _outermost(_ro_binds() + [str(spec_dir)])
     # bwrap creates missing parents of mount points with mode 0700, which the sandbox user cannot cross: make them 0755.
-    parents = sorted({str(p) for path in ro for p in Path(path).parents if str(p) != "/"
-                      and not any(str(p) == r or str(p).startswith(r + "/") for r in ro)}, key=len)
-    dirs = " ".join(f"--perms 0755 --dir {shlex.quote(p)}" for p in parents if not p.startswith(("/usr", "/tmp")) or
-                    p.startswith("/tmp/"))
+    parents = sorted(
+        {
+            str(p)
+            for path in ro
+            for p in Path(path).parents
+            if str(p) != "/" and not any(str(p) == r or str(p).startswith(r + "/") for r in ro)
+        },
+        key=len,
+    )
+    dirs = " ".join(
+        f"--perms 0755 --dir {shlex.quote(p)}"
+        for p in parents
+        if not p.startswith(("/usr", "/tmp")) or p.startswith("/tmp/")
+    )
     binds = " ".join(f"--ro-bind {shlex.quote(p)} {shlex.quote(p)}" for p in ro)
     # As root: bwrap without a user namespace, then setpriv drops to `uid` (no capabilities, no new privileges).
     # Not root: bwrap makes a user namespace itself and the kernel keeps the instructor's uid, without capabilities.
-    unshare = ("--unshare-net --unshare-pid --unshare-ipc --unshare-uts --unshare-cgroup-try" if as_root
-               else "--unshare-all --cap-drop ALL")
-    drop = (f"setpriv --reuid={uid} --regid={uid} --clear-groups --inh-caps=-all --bounding-set=-all "
-            "--no-new-privs --" if as_root else "")
+    unshare = (
+        "--unshare-net --unshare-pid --unshare-ipc --unshare-uts --unshare-cgroup-try"
+        if as_root
+        else "--unshare-all --cap-drop ALL"
+    )
+    drop = (
+        f"setpriv --reuid={uid} --regid={uid} --clear-groups --inh-caps=-all --bounding-set=-all --no-new-privs --"
+        if as_root
+        else ""
+    )
     # The process limit (RLIMIT_NPROC) counts every process and thread of the kernel's user, also outside the
     # sandbox. As root the sandbox user has nothing else running; otherwise the grader's own processes (a desktop
     # has hundreds of threads) count too, so the kernel may start `processes` more than the user runs now.
-    nproc = (f"NPROC={limits.processes}" if as_root else
-             'NPROC=$(( $(find /proc/[0-9]*/task -mindepth 1 -maxdepth 1 -user "$(id -u)" 2>/dev/null | wc -l)'
-             f' + {limits.processes} ))')
+    nproc = (
+        f"NPROC={limits.processes}"
+        if as_root
+        else 'NPROC=$(( $(find /proc/[0-9]*/task -mindepth 1 -maxdepth 1 -user "$(id -u)" 2>/dev/null | wc -l)'
+        f" + {limits.processes} ))"
+    )
     script = f"""#!/bin/sh
 # Runs one sandboxed kernel (written by manyheads.course.grading.sandbox). $1 = the connection file.
 set -e
@@ -162,10 +194,18 @@ exec 2>>"$MANYHEADS_SCRATCH/../kernel.log" \\
     run = spec_dir / "run-kernel.sh"
     run.write_text(script, encoding="utf-8")
     run.chmod(0o755)
-    (spec_dir / "kernel.json").write_text(json.dumps({
-        "argv": [str(run), "{connection_file}"], "display_name": "Python 3 (manyheads sandbox)",
-        "language": "python", "interrupt_mode": "message",
-    }, indent=1), encoding="utf-8")
+    (spec_dir / "kernel.json").write_text(
+        json.dumps(
+            {
+                "argv": [str(run), "{connection_file}"],
+                "display_name": "Python 3 (manyheads sandbox)",
+                "language": "python",
+                "interrupt_mode": "message",
+            },
+            indent=1,
+        ),
+        encoding="utf-8",
+    )
     return folder / "share" / "jupyter"
 
 
@@ -182,11 +222,18 @@ def runtime_folder(worker: Path) -> tuple[Path, Path]:
 
 
 def nbgrader_args(rt: Path) -> list[str]:
-    return [f"--Execute.kernel_name={KERNEL_NAME}", "--KernelManager.transport=ipc",
-            f"--KernelManager.ip={rt / 'kernel'}"]
+    return [
+        f"--Execute.kernel_name={KERNEL_NAME}",
+        "--KernelManager.transport=ipc",
+        f"--KernelManager.ip={rt / 'kernel'}",
+    ]
 
 
 def environment(share: Path, rt: Path, scratch: Path) -> dict[str, str]:
     """Variables for the nbgrader process: where the kernel spec lives and where connection files go."""
-    return {"JUPYTER_PATH": str(share), "TMPDIR": str(rt), "JUPYTER_RUNTIME_DIR": str(rt),
-            "MANYHEADS_SCRATCH": str(scratch)}
+    return {
+        "JUPYTER_PATH": str(share),
+        "TMPDIR": str(rt),
+        "JUPYTER_RUNTIME_DIR": str(rt),
+        "MANYHEADS_SCRATCH": str(scratch),
+    }
