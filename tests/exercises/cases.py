@@ -171,7 +171,7 @@ def scaled_dot_product_attention(q, k, v, mask=None):
         "softmax in float32 inside": Bug(
             "softmax",
             _softmax("torch.softmax(scores.float(), dim=-1)"),
-            check=None,
+            check="keep the input's dtype",
             hidden="wrong softmax for float64 scores",
             also_fails=("scaled_dot_product_attention",),
         ),  # float weights @ double v

@@ -30,6 +30,11 @@ def check_softmax(softmax: Callable[[Tensor], Tensor]) -> None:
     weights = require_tensor("softmax's result", call_student(softmax, "scores of shape (2, 3, 5)", scores))
     if tuple(weights.shape) != (2, 3, 5):
         raise AssertionError(f"softmax returned shape {tuple(weights.shape)} but should keep the shape (2, 3, 5)")
+    if weights.dtype != scores.dtype:  # float64 scores are graded to float64 precision
+        raise AssertionError(
+            f"softmax returned {weights.dtype} weights for {scores.dtype} scores: keep the input's dtype "
+            "(no .float() inside), so float64 scores get float64 precision"
+        )
     if torch.isnan(weights).any():
         raise AssertionError("softmax returned NaN on ordinary scores")
     if (weights < 0).any():
