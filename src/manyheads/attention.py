@@ -110,12 +110,7 @@ class MultiHeadAttention(nn.Module):
     """
 
     def __init__(
-        self,
-        d_model: int,
-        n_heads: int,
-        d_head: int | None = None,
-        d_value: int | None = None,
-        bias: bool = True,
+        self, d_model: int, n_heads: int, d_head: int | None = None, d_value: int | None = None, bias: bool = True
     ) -> None:
         super().__init__()
         if d_model <= 0 or n_heads <= 0:
@@ -137,11 +132,7 @@ class MultiHeadAttention(nn.Module):
         self.register_buffer("head_gates", torch.ones(n_heads), persistent=False)
 
     def forward(
-        self,
-        query: Tensor,
-        key: Tensor | None = None,
-        value: Tensor | None = None,
-        mask: Tensor | None = None,
+        self, query: Tensor, key: Tensor | None = None, value: Tensor | None = None, mask: Tensor | None = None
     ) -> tuple[Tensor, Tensor]:
         """query: (batch, seq_q, d_model); key, value: (batch, seq_k, d_model), default to query (self-attention).
 

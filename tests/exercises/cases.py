@@ -617,7 +617,7 @@ def mha_param_count(d_model, n_heads, bias=True):
     },
     "mixed": {
         # A correct part 5 written without the helpers keeps its points when a helper is wrong.
-        "wrong split, attention as a loop": ("loop", "split without transpose"),
+        "wrong split, attention as a loop": ("loop", "split without transpose")
     },
     # Exercise-specific text the notebook must keep: {grade_id of a written answer: what its prompt cell mentions}.
     "written_prompts": {"more_heads_cost": "1024"},  # the design card's d_k example
@@ -655,7 +655,7 @@ def relation_accuracy(weights, arcs):
             out[l, h] = hits / len(arcs)
     return out
 """,
-        },
+        }
     },
     "bugs": {
         "entropy summed over the queries": Bug(

@@ -17,13 +17,7 @@ from manyheads.attention import (
 )
 
 # (leading dims, seq_q, seq_k, d_k, d_v): batch > 1, extra leading dims, seq_q != seq_k, d_v != d_k, odd sizes.
-SHAPES = [
-    ((1,), 1, 1, 1, 1),
-    ((2,), 5, 5, 8, 8),
-    ((3,), 4, 7, 6, 3),
-    ((2, 3), 7, 2, 5, 9),
-    ((), 3, 11, 4, 4),
-]
+SHAPES = [((1,), 1, 1, 1, 1), ((2,), 5, 5, 8, 8), ((3,), 4, 7, 6, 3), ((2, 3), 7, 2, 5, 9), ((), 3, 11, 4, 4)]
 
 
 def _random_mask(lead, seq_q, seq_k, generator):

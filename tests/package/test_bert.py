@@ -70,10 +70,7 @@ def reference():
 
 @pytest.fixture(scope="module")
 def batches(tokenizer):
-    return {
-        "single": tokenizer(SENTENCES),
-        "pairs": tokenizer([a for a, _ in PAIRS], pairs=[b for _, b in PAIRS]),
-    }
+    return {"single": tokenizer(SENTENCES), "pairs": tokenizer([a for a, _ in PAIRS], pairs=[b for _, b in PAIRS])}
 
 
 def _max_errors(ours, theirs, attention_mask):
@@ -130,10 +127,7 @@ def _layer_norm_eps(model):
 
 
 # Known bugs, each introduced on purpose: the equivalence check above must notice every one of them.
-MUTATIONS = {
-    "tanh GELU instead of erf": (_tanh_gelu, {}),
-    "LayerNorm eps 1e-5 instead of 1e-12": (_layer_norm_eps, {}),
-}
+MUTATIONS = {"tanh GELU instead of erf": (_tanh_gelu, {}), "LayerNorm eps 1e-5 instead of 1e-12": (_layer_norm_eps, {})}
 
 
 @pytest.mark.parametrize("bug", list(MUTATIONS))

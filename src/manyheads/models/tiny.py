@@ -37,13 +37,7 @@ class TinyAttentionModel(nn.Module):
     """
 
     def __init__(
-        self,
-        vocab_size: int,
-        seq_len: int,
-        d_model: int,
-        n_heads: int,
-        n_relations: int = 2,
-        d_head: int | None = None,
+        self, vocab_size: int, seq_len: int, d_model: int, n_heads: int, n_relations: int = 2, d_head: int | None = None
     ) -> None:
         super().__init__()
         self.vocab_size, self.seq_len, self.n_relations = vocab_size, seq_len, n_relations

@@ -59,10 +59,7 @@ def attention_heatmap(
 
 
 def head_heatmaps(
-    weights,
-    titles: Sequence[str] | None = None,
-    suptitle: str | None = None,
-    token_labels: Sequence[str] | None = None,
+    weights, titles: Sequence[str] | None = None, suptitle: str | None = None, token_labels: Sequence[str] | None = None
 ) -> Figure:
     """One heatmap per head, side by side. weights: (n_heads, seq_q, seq_k) for one sequence (chapter 1)."""
     w = _to_numpy(weights)
