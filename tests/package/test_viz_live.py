@@ -12,8 +12,7 @@ import torch  # noqa: E402
 
 from manyheads import viz  # noqa: E402
 from manyheads.viz import live  # noqa: E402
-from manyheads.viz import widgets as subspaces  # noqa: E402
-from manyheads.viz import widgets as widgets_head_budget
+from manyheads.viz import widgets as course_widgets  # noqa: E402
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -75,8 +74,8 @@ def test_html_widget_follows_its_controls():
     "build",
     [
         viz.one_softmax_widget,
-        lambda: subspaces.plane_projection_widget(torch.eye(3), ["x", "y", "z"]),
-        widgets_head_budget.head_budget_widget,
+        lambda: course_widgets.plane_projection_widget(torch.eye(3), ["x", "y", "z"]),
+        course_widgets.head_budget_widget,
     ],
     ids=["one_softmax", "plane_projection", "head_budget"],
 )
@@ -92,6 +91,6 @@ def test_course_widgets_hold_no_output_widget(build):
 
 
 def test_head_budget_widget_explains_an_invalid_combination():
-    view = widgets_head_budget.head_budget_widget(d_model=512, n_heads=8)
+    view = course_widgets.head_budget_widget(d_model=512, n_heads=8)
     view.children[1].value = 6  # n_heads
     assert "Invalid combination" in view.children[-2].value and "does not divide" in view.children[-2].value
