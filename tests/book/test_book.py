@@ -12,9 +12,7 @@ font fetched from the internet would fail.
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -23,13 +21,13 @@ from pathlib import Path
 import nbformat
 import pytest
 import yaml
+from helpers.browser import chromium
 
 from manyheads.course import hygiene
 from manyheads.course.layout import REPO
 
 CHAPTERS = REPO.chapters()
 EXERCISES = sorted(REPO.exercises_dir.glob("*/*.ipynb"))
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 # Seconds a chapter's cell may run (what the chapters were held to when they were executed on their own).
 CELL_BUDGET = 300
 
@@ -162,31 +160,10 @@ def test_pages_load_no_scripts_or_styles_from_the_internet(book):
         assert remote == [], f"{page.relative_to(book.html)} loads {remote}"
 
 
-def _chromium(*args: str, timeout: int = 120) -> subprocess.CompletedProcess:
-    if CHROMIUM is None:
-        pytest.fail("headless Chromium is needed for this test: apt-get install chromium (make test does it as root)")
-    profile = Path(os.environ.get("TMPDIR", "/tmp")) / f"chromium-profile-{os.getpid()}"
-    command = [
-        CHROMIUM,
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--no-first-run",
-        "--disable-sync",
-        "--disable-background-networking",
-        "--disable-component-update",
-        f"--user-data-dir={profile}",
-        "--host-resolver-rules=MAP * ~NOTFOUND",  # no network: anything remote would fail to load
-        "--virtual-time-budget=20000",
-        *args,
-    ]
-    return subprocess.run(command, capture_output=True, text=True, timeout=timeout)
-
-
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
-def test_math_and_widgets_render_offline_in_chromium(book, chapter):
+def test_math_and_widgets_render_offline_inchromium(book, chapter):
     page = book.html / "chapters" / f"{chapter.stem}.html"
-    dom = _chromium("--dump-dom", page.as_uri()).stdout
+    dom = chromium("--dump-dom", page.as_uri()).stdout
     assert "mjx-container" in dom, "MathJax did not typeset the page's math"
     assert re.search(r'class="[^"]*\bjupyter-widgets\b', dom), "no ipywidget was rendered from its saved state"
     if chapter.stem in FIGURE_WIDGETS:  # the live figure itself, drawn from the PNG in the saved state
@@ -197,5 +174,5 @@ def test_math_and_widgets_render_offline_in_chromium(book, chapter):
         ), "the live figure was not drawn"
     # A screenshot for people reviewing the build (kept beside the HTML).
     shot = book.html / f"screenshot-{chapter.stem}.png"
-    _chromium("--window-size=1280,2400", f"--screenshot={shot}", page.as_uri())
+    chromium("--window-size=1280,2400", f"--screenshot={shot}", page.as_uri())
     assert shot.exists() and shot.stat().st_size > 10_000

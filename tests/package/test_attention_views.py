@@ -3,14 +3,13 @@ vendored, and the views really draw in headless Chromium with the network cut of
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 import torch
+from helpers.browser import chromium
 
 from manyheads.viz import attention_views
 
@@ -64,9 +63,6 @@ def test_static_head_view_draws_lines_for_each_head():
 
 @pytest.mark.slow
 def test_head_view_draws_offline_in_chromium(tmp_path):
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    if chromium is None:
-        pytest.fail("headless Chromium is needed for this test: apt-get install chromium")
     if not (ROOT / "_vendor").is_dir():
         pytest.fail("_vendor/ is missing: run `make vendor`")
     shutil.copytree(ROOT / "_vendor", tmp_path / "_static")
@@ -74,28 +70,6 @@ def test_head_view_draws_offline_in_chromium(tmp_path):
     page.parent.mkdir()
     html = attention_views.head_view(_attention(), TOKENS).data
     page.write_text(f"<!DOCTYPE html><html><body>{html}</body></html>", encoding="utf-8")
-    profile = tmp_path / "profile"
-    dom = subprocess.run(
-        [
-            chromium,
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--no-first-run",
-            "--disable-sync",
-            "--disable-background-networking",
-            "--disable-component-update",
-            f"--user-data-dir={profile}",
-            "--host-resolver-rules=MAP * ~NOTFOUND",
-            "--allow-file-access-from-files",
-            "--virtual-time-budget=15000",
-            "--dump-dom",
-            page.as_uri(),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env={**os.environ},
-    ).stdout
+    dom = chromium("--allow-file-access-from-files", "--dump-dom", page.as_uri(), budget_ms=15000).stdout
     assert "<svg" in dom, "d3 drew nothing: the vendored d3/jQuery/require.js did not load"
     assert re.search(r"<text[^>]*>zebra</text>", dom), "the tokens were not drawn"
