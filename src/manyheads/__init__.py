@@ -7,7 +7,8 @@ Organised by responsibility, one job per module (each module's docstring names t
 * ``runtime``: the device (CUDA, MPS, CPU) and seeding;
 * ``training``: the one training loop;
 * ``interventions``: gates, zero and mean ablation, gate gradients and head removal for any course model;
-* ``models/``: ``tiny`` (toy models), ``bert`` (the pretrained encoder), ``checkpoints``, ``tokenizer``;
+* ``models/``: ``tiny`` (toy models), ``bert`` (the pretrained encoder), ``checkpoints``, ``gguf_file`` (the
+  decoder's weights), ``tokenizer``;
 * ``data/``: synthetic tasks and the shipped probe sets;
 * ``analysis/``: ``collect``, ``heads``, ``probing``, ``circuits``, ``capacity``;
 * ``viz/``: ``plots``, ``tables``, ``live``, ``widgets``, ``attention_views``;
@@ -124,6 +125,10 @@ _NAMES = {
     "read_state_dict": "manyheads.models.checkpoints",
     "sha256_of": "manyheads.models.checkpoints",
     "verify_sha256": "manyheads.models.checkpoints",
+    "SMOLLM2_GGUF_SHA256": "manyheads.models.gguf_file",
+    "gguf_tokenizer": "manyheads.models.gguf_file",
+    "read_gguf": "manyheads.models.gguf_file",
+    "smollm2_gguf_path": "manyheads.models.gguf_file",
     "TinyAttentionModel": "manyheads.models.tiny",
     "count_parameters": "manyheads.models.tiny",
     "TokenBatch": "manyheads.models.tokenizer",

@@ -2,7 +2,8 @@
 
 :mod:`~manyheads.models.tiny` (toy models trained in chapters 1-4), :mod:`~manyheads.models.bert` (the pretrained
 MiniLM encoder, chapters 4-6), :mod:`~manyheads.models.checkpoints` (finding and verifying offline checkpoint
-files), :mod:`~manyheads.models.tokenizer` (word pieces and the word map). Interventions on any of them (gates,
+files), :mod:`~manyheads.models.gguf_file` (the decoder SmolLM2's GGUF file, chapters 6-7),
+:mod:`~manyheads.models.tokenizer` (word pieces and the word map). Interventions on any of them (gates,
 ablation, head removal) live in :mod:`manyheads.interventions`, not in the models.
 """
 
