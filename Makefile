@@ -23,7 +23,7 @@ env: $(STAMP)
 # the manyheads package and the pinned versions: when those change, the cache is emptied first.
 CACHE := _build/.jupyter_cache
 book: $(STAMP) vendor
-	@sources="$$(find src requirements.txt -type f \( -name '*.py' -o -name '*.conll' -o -name '*.txt' \) | LC_ALL=C sort)"; \
+	@sources="$$(find src requirements.txt requirements-models.txt -type f \( -name '*.py' -o -name '*.conll' -o -name '*.txt' \) | LC_ALL=C sort)"; \
 	fingerprint="$$(cat $$sources | sha256sum | cut -d' ' -f1)"; \
 	if [ -d $(CACHE) ] && [ "$$(cat $(CACHE)/manyheads.sha256 2>/dev/null)" != "$$fingerprint" ]; then \
 	  echo "The manyheads package or requirements.txt changed: every chapter runs again."; rm -rf $(CACHE); \
