@@ -99,10 +99,14 @@ class MultiHeadAttention(nn.Module):
         d_head: query/key width per head (d_k); defaults to d_model // n_heads, which must then divide exactly.
         d_value: value width per head (d_v); defaults to d_head.
         bias: whether the four projections have biases (torch's default is True).
+        n_kv_heads: number of key/value heads (chapter 6's grouped-query attention); defaults to n_heads (plain
+            multi-head attention) and must divide it. Each K/V head serves a consecutive group of
+            n_heads // n_kv_heads query heads; n_kv_heads = 1 is multi-query attention.
 
     The projections are ``W_q, W_k`` (d_model → n_heads·d_head), ``W_v`` (d_model → n_heads·d_value) and
     ``W_o`` (n_heads·d_value → d_model). With the defaults that is 4·d_model² weights (+ 4·d_model biases)
-    whatever n_heads is.
+    whatever n_heads is. With ``n_kv_heads`` < n_heads, W_k and W_v map to n_kv_heads·d_head (n_kv_heads·d_value)
+    only: fewer weights, and a smaller KV cache.
 
     ``head_gates`` (shape (n_heads,), ones by default) multiplies each head's output before ``W_o``. Set a gate to
     0 to mask a head; call ``head_gates.requires_grad_(True)`` to get ∂loss/∂gate (Michel et al.'s importance).
@@ -110,7 +114,13 @@ class MultiHeadAttention(nn.Module):
     """
 
     def __init__(
-        self, d_model: int, n_heads: int, d_head: int | None = None, d_value: int | None = None, bias: bool = True
+        self,
+        d_model: int,
+        n_heads: int,
+        d_head: int | None = None,
+        d_value: int | None = None,
+        bias: bool = True,
+        n_kv_heads: int | None = None,
     ) -> None:
         super().__init__()
         if d_model <= 0 or n_heads <= 0:
@@ -122,12 +132,18 @@ class MultiHeadAttention(nn.Module):
                     f"d_model or pass d_head explicitly"
                 )
             d_head = d_model // n_heads
-        self.d_model, self.n_heads = d_model, n_heads
+        n_kv_heads = n_heads if n_kv_heads is None else n_kv_heads
+        if n_kv_heads <= 0 or n_heads % n_kv_heads:
+            raise ValueError(
+                f"n_kv_heads={n_kv_heads} must be positive and divide n_heads={n_heads}: each key/value head serves "
+                f"a group of n_heads // n_kv_heads query heads"
+            )
+        self.d_model, self.n_heads, self.n_kv_heads = d_model, n_heads, n_kv_heads
         self.d_head = d_head
         self.d_value = d_head if d_value is None else d_value
         self.W_q = nn.Linear(d_model, n_heads * self.d_head, bias=bias)
-        self.W_k = nn.Linear(d_model, n_heads * self.d_head, bias=bias)
-        self.W_v = nn.Linear(d_model, n_heads * self.d_value, bias=bias)
+        self.W_k = nn.Linear(d_model, n_kv_heads * self.d_head, bias=bias)
+        self.W_v = nn.Linear(d_model, n_kv_heads * self.d_value, bias=bias)
         self.W_o = nn.Linear(n_heads * self.d_value, d_model, bias=bias)
         self.register_buffer("head_gates", torch.ones(n_heads), persistent=False)
 
@@ -148,8 +164,19 @@ class MultiHeadAttention(nn.Module):
         if mask is not None and mask.dim() == 3:
             mask = mask[:, None]  # (batch, seq_q, seq_k) → (batch, 1, seq_q, seq_k): same mask for every head
         q = split_heads(self.W_q(query), self.n_heads)  # (batch, n_heads, seq_q, d_head)
-        k = split_heads(self.W_k(key), self.n_heads)  # (batch, n_heads, seq_k, d_head)
-        v = split_heads(self.W_v(value), self.n_heads)  # (batch, n_heads, seq_k, d_value)
+        k = split_heads(self.W_k(key), self.n_kv_heads)  # (batch, n_kv_heads, seq_k, d_head)
+        v = split_heads(self.W_v(value), self.n_kv_heads)  # (batch, n_kv_heads, seq_k, d_value)
+        return self.attend(q, k, v, mask)
+
+    def attend(self, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None = None) -> tuple[Tensor, Tensor]:
+        """The part after the projections: share K/V heads, attend, gate each head, merge, W_o.
+
+        q: (batch, n_heads, seq_q, d_head); k, v: (batch, n_kv_heads, seq_k, d_head or d_value), already split.
+        A subclass that changes q and k first (the decoder's rotary embeddings, chapter 6) calls this.
+        """
+        group = self.n_heads // self.n_kv_heads
+        if group > 1:  # K/V head j serves query heads j·group ... (j+1)·group - 1, as Hugging Face's repeat_kv
+            k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
         heads, weights = scaled_dot_product_attention(q, k, v, mask)
         heads = heads * self.head_gates.to(heads.dtype)[None, :, None, None]
         return self.W_o(merge_heads(heads)), weights

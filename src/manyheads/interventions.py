@@ -336,6 +336,12 @@ def remove_heads(model: nn.Module, heads) -> nn.Module:
         raise RuntimeError("remove_heads cannot copy a model inside a gated() or ablated() block; call it outside")
     pairs = _pairs(heads, layers)
     for i, layer in enumerate(layers):
+        if layer.n_kv_heads != layer.n_heads and any(where == i for where, _ in pairs):
+            raise NotImplementedError(
+                f"layer {i} shares each key/value head among {layer.n_heads // layer.n_kv_heads} query heads "
+                f"(n_kv_heads={layer.n_kv_heads} < n_heads={layer.n_heads}); remove_heads cannot cut its K/V weights "
+                f"per query head. Use ablated(model, heads) or gated() instead: same outputs, no smaller weights"
+            )
         if len(_head_ids(layer)) == len([p for p in pairs if p[0] == i]):
             raise ValueError(
                 f"removing {len(_head_ids(layer))} heads would leave layer {i} with none; "
@@ -372,6 +378,6 @@ def _shrink(layer: MultiHeadAttention, positions: list[int]) -> None:
         setattr(layer, name, linear(old.weight[kept], None if old.bias is None else old.bias[kept]))
     layer.W_o = linear(layer.W_o.weight[:, v_rows], layer.W_o.bias)
     layer.head_gates = layer.head_gates[positions]
-    layer.n_heads = len(positions)
+    layer.n_heads = layer.n_kv_heads = len(positions)  # remove_heads refuses layers with shared K/V heads
     layer.head_ids = tuple(ids[p] for p in positions)
     layer.original_n_heads = original_n_heads

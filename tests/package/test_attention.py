@@ -218,3 +218,46 @@ def test_seed_everything_repeats():
     a = torch.randn(5)
     mh.seed_everything(7)
     assert torch.equal(a, torch.randn(5))
+
+
+def _grouped(d_model=24, n_heads=6, n_kv_heads=2, d_head=4):
+    torch.manual_seed(0)
+    return MultiHeadAttention(d_model, n_heads, d_head=d_head, n_kv_heads=n_kv_heads)
+
+
+@pytest.mark.parametrize("n_kv_heads", [1, 2, 3, 6])
+def test_grouped_query_attention_equals_mha_with_repeated_kv_weights(n_kv_heads):
+    gqa = _grouped(n_kv_heads=n_kv_heads)
+    group, d_head = 6 // n_kv_heads, gqa.d_head
+    assert gqa.W_k.weight.shape == gqa.W_v.weight.shape == (n_kv_heads * d_head, 24)
+    mha = MultiHeadAttention(24, 6, d_head=d_head)
+    with torch.no_grad():
+        mha.W_q.load_state_dict(gqa.W_q.state_dict())
+        mha.W_o.load_state_dict(gqa.W_o.state_dict())
+        for mine, shared in ((mha.W_k, gqa.W_k), (mha.W_v, gqa.W_v)):
+            # K/V head j, rows [j·d_head, (j+1)·d_head), serves query heads j·group ... (j+1)·group - 1.
+            mine.weight.copy_(shared.weight.reshape(n_kv_heads, d_head, 24).repeat_interleave(group, 0).reshape(-1, 24))
+            mine.bias.copy_(shared.bias.reshape(n_kv_heads, d_head).repeat_interleave(group, 0).reshape(-1))
+    x = torch.randn(2, 5, 24)
+    mask = causal_mask(5)
+    out, weights = gqa(x, mask=mask)
+    ref_out, ref_weights = mha(x, mask=mask)
+    assert weights.shape == (2, 6, 5, 5)
+    torch.testing.assert_close(out, ref_out)
+    torch.testing.assert_close(weights, ref_weights)
+
+
+def test_multi_query_attention_shares_one_key_and_value_for_all_heads():
+    mqa = _grouped(n_kv_heads=1)
+    assert mqa.n_kv_heads == 1 and mqa.W_k.out_features == mqa.d_head
+    x = torch.randn(1, 4, 24)
+    mqa.W_q.weight.data[:] = mqa.W_q.weight.data[:4].repeat(6, 1)  # same query for every head
+    mqa.W_q.bias.data[:] = mqa.W_q.bias.data[:4].repeat(6)
+    _, weights = mqa(x)
+    torch.testing.assert_close(weights, weights[:, :1].expand_as(weights))  # so the same pattern in every head
+
+
+@pytest.mark.parametrize("n_kv_heads", [4, 0, 7])
+def test_n_kv_heads_must_divide_n_heads(n_kv_heads):
+    with pytest.raises(ValueError, match=rf"n_kv_heads={n_kv_heads} must be positive and divide n_heads=6"):
+        MultiHeadAttention(24, 6, n_kv_heads=n_kv_heads)

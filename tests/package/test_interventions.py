@@ -404,3 +404,10 @@ def test_bad_gates_and_heads_say_what_is_wrong(case):
 def test_a_model_without_attention_layers_is_refused():
     with pytest.raises(ValueError, match="Linear contains no manyheads.attention.MultiHeadAttention"):
         iv.attention_layers(torch.nn.Linear(2, 2))
+
+
+def test_remove_heads_refuses_layers_with_shared_key_value_heads():
+    model = torch.nn.ModuleList([MultiHeadAttention(24, 6, n_kv_heads=6), MultiHeadAttention(24, 6, n_kv_heads=2)])
+    assert iv.kept_heads(iv.remove_heads(model, [(0, 1)]))[0] == (0, 2, 3, 4, 5)  # one K/V head per head: fine
+    with pytest.raises(NotImplementedError, match=r"layer 1 shares each key/value head among 3 query heads"):
+        iv.remove_heads(model, [(1, 0)])

@@ -3,12 +3,14 @@
 :mod:`~manyheads.models.tiny` (toy models trained in chapters 1-4), :mod:`~manyheads.models.bert` (the pretrained
 MiniLM encoder, chapters 4-6), :mod:`~manyheads.models.checkpoints` (finding and verifying offline checkpoint
 files), :mod:`~manyheads.models.gguf_file` (the decoder SmolLM2's GGUF file, chapters 6-7),
-:mod:`~manyheads.models.tokenizer` (word pieces and the word map). Interventions on any of them (gates,
-ablation, head removal) live in :mod:`manyheads.interventions`, not in the models.
+:mod:`~manyheads.models.llama` (the decoder itself, chapters 6-7), :mod:`~manyheads.models.tokenizer` (word
+pieces and the word map). Interventions on any of them (gates, ablation, head removal) live in
+:mod:`manyheads.interventions`, not in the models.
 """
 
 from manyheads.models.bert import BertConfig, BertEncoder, EncoderOutput, load_encoder
 from manyheads.models.checkpoints import PretrainedModelError
+from manyheads.models.llama import LlamaDecoder, generate_greedy, load_decoder
 from manyheads.models.tiny import TinyAttentionModel, count_parameters
 
 __all__ = [
@@ -19,4 +21,7 @@ __all__ = [
     "EncoderOutput",
     "load_encoder",
     "PretrainedModelError",
+    "LlamaDecoder",
+    "load_decoder",
+    "generate_greedy",
 ]
