@@ -163,7 +163,13 @@ def test_pages_load_no_scripts_or_styles_from_the_internet(book):
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
 def test_math_and_widgets_render_offline_inchromium(book, chapter):
     page = book.html / "chapters" / f"{chapter.stem}.html"
-    dom = chromium("--dump-dom", page.as_uri()).stdout
+    done = chromium("--enable-logging=stderr", "--v=0", "--dump-dom", page.as_uri())
+    dom = done.stdout
+    # The browser console: a script that does not even parse (e.g. sphinx-thebe's configuration declared twice,
+    # see _ext/unique_scripts.py) is a bug on the page. Known and not yet fixed: the widget manager calls MathJax 2's
+    # MathJax.Hub.Queue, which MathJax 3 lacks ("Uncaught (in promise) TypeError ... 'Queue'"); the widgets render.
+    broken = [line for line in done.stderr.splitlines() if ":CONSOLE" in line and "Uncaught SyntaxError" in line]
+    assert broken == [], "\n".join(broken)
     assert "mjx-container" in dom, "MathJax did not typeset the page's math"
     assert re.search(r'class="[^"]*\bjupyter-widgets\b', dom), "no ipywidget was rendered from its saved state"
     if chapter.stem in FIGURE_WIDGETS:  # the live figure itself, drawn from the PNG in the saved state
