@@ -10,7 +10,13 @@ from manyheads.viz.attention_views import head_view, localize, model_view, stati
 from manyheads.viz.live import figure_widget, html_widget
 from manyheads.viz.plots import attention_heatmap, head_heatmaps, learning_curves
 from manyheads.viz.tables import format_bytes, format_count, html_table, mean_sd, show_table
-from manyheads.viz.widgets import head_budget_html, head_budget_widget, one_softmax_widget, plane_projection_widget
+from manyheads.viz.widgets import (
+    head_budget_html,
+    head_budget_widget,
+    one_softmax_widget,
+    plane_projection_widget,
+    pruning_explorer,
+)
 
 __all__ = [
     "attention_heatmap",
@@ -27,6 +33,7 @@ __all__ = [
     "plane_projection_widget",
     "head_budget_html",
     "head_budget_widget",
+    "pruning_explorer",
     "head_view",
     "model_view",
     "static_head_view",

@@ -5,13 +5,15 @@
 * :func:`head_budget_widget` and its static form :func:`head_budget_html` (chapter 3): d_model, n_heads,
   n_kv_heads and sequence length in; d_head, parameters, FLOPs, attention-matrix memory and KV-cache size out,
   with a plain-language message for invalid combinations. The arithmetic lives in :mod:`manyheads.costs`.
+* :func:`pruning_explorer` (chapter 5): choose an importance method and a pruned fraction, see which heads go (a
+  layer × head map) and what the metric becomes; the pruning is :func:`manyheads.interventions.prune_mask`.
 """
 
 from __future__ import annotations
 
 import html
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
@@ -25,7 +27,13 @@ from manyheads.costs import head_budget
 from manyheads.viz.live import figure_widget, html_widget
 from manyheads.viz.tables import format_bytes, format_count
 
-__all__ = ["one_softmax_widget", "plane_projection_widget", "head_budget_html", "head_budget_widget"]
+__all__ = [
+    "one_softmax_widget",
+    "plane_projection_widget",
+    "head_budget_html",
+    "head_budget_widget",
+    "pruning_explorer",
+]
 
 
 def head_budget_html(
@@ -185,5 +193,112 @@ def plane_projection_widget(
         ),
         query_token=widgets.Dropdown(
             options=[(label, i) for i, label in enumerate(labels)], value=query, description="query"
+        ),
+    )
+
+
+def _pruning_figure(
+    importances: Mapping[str, Tensor],
+    masks: Mapping[str, Mapping[float, Tensor]],
+    scores: Mapping[str, Mapping[float, float]],
+    method: str,
+    fraction: float,
+    metric: str,
+) -> Figure:
+    """Left: the layer × head map of the chosen method (removed heads crossed out); right: every method's curve."""
+    importance = importances[method].detach().cpu().double()
+    keep = masks[method][fraction].cpu()
+    n_layers, n_heads = importance.shape
+    width = max(4.0, 0.45 * n_heads + 1.5)
+    fig, (left, right) = plt.subplots(
+        1, 2, figsize=(width + 4.2, max(2.6, 0.42 * n_layers + 1.4)), layout="constrained", width_ratios=[width, 4.2]
+    )
+    image = left.imshow(importance.numpy(), cmap="viridis", aspect="auto")
+    fig.colorbar(image, ax=left, fraction=0.046, pad=0.02, label=f"importance ({method})")
+    gone = (~keep).nonzero().tolist()
+    if gone:
+        layers, heads = zip(*gone)
+        left.scatter(heads, layers, marker="x", s=60, color="white", linewidths=2.2)
+        left.scatter(heads, layers, marker="x", s=60, color="black", linewidths=1.0, label="removed")
+    left.set_xticks(range(n_heads))
+    left.set_yticks(range(n_layers))
+    left.set_xlabel("head")
+    left.set_ylabel("layer")
+    left.set_title(f"{method}: {len(gone)} of {keep.numel()} heads removed (×)", fontsize=9)
+    for name in importances:
+        xs = sorted(scores[name])
+        right.plot(xs, [scores[name][x] for x in xs], marker="o", ms=3, lw=1.8 if name == method else 1.0, label=name)
+    right.scatter([fraction], [scores[method][fraction]], s=80, facecolors="none", edgecolors="black", zorder=3)
+    right.set_xlabel("fraction of heads removed")
+    right.set_ylabel(metric)
+    right.grid(alpha=0.3)
+    right.legend(fontsize=8)
+    right.set_title(f"{metric} = {scores[method][fraction]:.3f} at {fraction:.0%} removed", fontsize=9)
+    return fig
+
+
+def pruning_explorer(
+    importances: Mapping[str, Tensor],
+    evaluate: Callable[[Tensor], float],
+    fractions: Sequence[float] = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9),
+    metric: str = "score",
+    method: str | None = None,
+    fraction: float | None = None,
+    progress: bool = True,
+) -> widgets.VBox:
+    """Choose an importance method and a fraction: see which heads go and the metric that is left (chapter 5).
+
+    ``importances``: method name → scores (n_layers, n_heads), higher = more important. ``evaluate(keep)`` scores
+    the model with only the heads where the bool (n_layers, n_heads) ``keep`` is True (e.g. by running it inside
+    :func:`manyheads.interventions.ablated`) and returns a float. For every method and fraction the keep-mask is
+    :func:`manyheads.interventions.prune_mask` (the floor(fraction × n) lowest heads of the whole model go) and the
+    metric is computed once, when the widget is built, so moving the slider only redraws (identical masks, such as
+    every method's at 0 %, are evaluated once). ``method`` and ``fraction`` choose the state drawn first, which is
+    also what a page without a kernel shows: the figure is stored in the widget, as for the other widgets.
+    """
+    from tqdm.auto import tqdm
+
+    from manyheads.interventions import prune_mask
+
+    if not importances:
+        raise ValueError("importances is empty: give at least one method name → (n_layers, n_heads) scores")
+    shapes = {name: tuple(scores.shape) for name, scores in importances.items()}
+    for name, shape in shapes.items():
+        if len(shape) != 2:
+            raise ValueError(f"importances[{name!r}] must be (n_layers, n_heads), got shape {shape}")
+    if len(set(shapes.values())) > 1:
+        raise ValueError(f"every method must score the same heads, got shapes {shapes}")
+    fractions = sorted({float(f) for f in fractions})
+    if not fractions or fractions[0] < 0 or fractions[-1] > 1:
+        raise ValueError(f"fractions must be a non-empty list of numbers in [0, 1], got {fractions}")
+    method = next(iter(importances)) if method is None else method
+    if method not in importances:
+        raise ValueError(f"method {method!r} is not one of {list(importances)}")
+    fraction = fractions[0] if fraction is None else float(fraction)
+    if fraction not in fractions:
+        raise ValueError(f"fraction {fraction} is not one of the fractions {fractions}")
+
+    masks = {name: {f: prune_mask(scores, f) for f in fractions} for name, scores in importances.items()}
+    cache: dict[bytes, float] = {}
+    scores: dict[str, dict[float, float]] = {}
+    plan = [(name, f) for name in importances for f in fractions]
+    for name, f in tqdm(plan, desc="evaluating pruned models", leave=False, disable=not progress):
+        key = masks[name][f].cpu().numpy().tobytes()
+        if key not in cache:
+            value = evaluate(masks[name][f].clone())  # a clone: an evaluate that edits its mask changes nothing here
+            try:
+                cache[key] = float(value)
+            except (TypeError, ValueError):
+                raise TypeError(f"evaluate must return a number, got {type(value).__name__}") from None
+        scores.setdefault(name, {})[f] = cache[key]
+
+    def draw(method: str, fraction: float) -> Figure:
+        return _pruning_figure(importances, masks, scores, method, fraction, metric)
+
+    return figure_widget(
+        draw,
+        method=widgets.Dropdown(options=list(importances), value=method, description="importance"),
+        fraction=widgets.SelectionSlider(
+            options=[(f"{f:.0%}", f) for f in fractions], value=fraction, description="pruned", continuous_update=False
         ),
     )
