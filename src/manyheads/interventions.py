@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import inspect
+import math
 from collections.abc import Callable, Iterator, Mapping
 
 import torch
@@ -32,6 +33,8 @@ __all__ = [
     "current_gates",
     "gated",
     "gate_gradients",
+    "gate_importance",
+    "prune_mask",
     "head_output_means",
     "ablated",
     "remove_heads",
@@ -181,6 +184,73 @@ def gate_gradients(model: nn.Module, loss_fn: Callable, *args, **kwargs) -> Tens
     return grad
 
 
+def gate_importance(model: nn.Module, loss_fn: Callable, batches, normalize_layers: bool = False) -> Tensor:
+    """Michel et al.'s head importance: the mean over batches of |∂loss/∂gate| at the current gates (chapter 5).
+
+    ``batches`` is a non-empty iterable of ``(inputs, targets)`` pairs; ``inputs`` go to the model (a Mapping as
+    keyword arguments, a tuple as positional ones, anything else as the one input) and ``loss_fn(output, targets)``
+    must return a scalar that depends on the gates. Returns (n_layers, n_heads), detached, 0 for removed heads.
+
+    The absolute value is taken per batch, before averaging: Michel et al.'s Eq. 2 takes it per example, which
+    this is exactly with batches of one. With ``normalize_layers=True`` each layer's row is divided by its L2 norm,
+    as Michel et al. do before ranking heads over the whole model; by default the raw scores are returned.
+    A loss that is minimal at the current gates (a self-distillation loss at gates = 1) has zero gradient there
+    and ranks nothing.
+    """
+    total, n = None, 0
+    for batch in batches:
+        try:
+            inputs, targets = batch
+        except (TypeError, ValueError):
+            raise ValueError(
+                f"each batch must be an (inputs, targets) pair for model(inputs) and loss_fn(output, targets); "
+                f"got {type(batch).__name__}"
+            ) from None
+        args, kwargs = _call_args(inputs)
+        grad = gate_gradients(model, lambda output, targets=targets: loss_fn(output, targets), *args, **kwargs).abs()
+        total = grad if total is None else total + grad
+        n += 1
+    if n == 0:
+        raise ValueError("batches is empty: gate_importance needs at least one (inputs, targets) pair")
+    importance = total / n
+    if normalize_layers:
+        # A layer whose scores are all 0 (every head removed or irrelevant) stays 0 instead of becoming NaN.
+        importance = importance / importance.norm(dim=1, keepdim=True).clamp_min(torch.finfo(importance.dtype).tiny)
+    return importance
+
+
+def prune_mask(importance: Tensor, fraction: float) -> Tensor:
+    """A bool keep-mask of ``importance``'s shape: the floor(fraction × n) least important heads are False (chapter 5).
+
+    The heads are ranked over the whole model, not per layer (normalise per layer first if you want Michel et al.'s
+    ranking, see :func:`gate_importance`); exactly k = floor(fraction × number of heads) are False, ties broken by
+    position. ``importance`` is not changed. ``fraction`` must lie in [0, 1]. Use ``~prune_mask(...)`` as the head
+    selection for :func:`ablated` or :func:`remove_heads`.
+    """
+    if not isinstance(importance, Tensor):
+        raise TypeError(f"importance must be a tensor of scores, got {type(importance).__name__}")
+    fraction = float(fraction)
+    if not 0.0 <= fraction <= 1.0:
+        raise ValueError(f"fraction must be between 0 and 1 (the share of heads to prune), got {fraction}")
+    if importance.is_floating_point() and torch.isnan(importance).any():
+        raise ValueError("importance contains NaN: the ranking would be arbitrary; check the scores first")
+    k = math.floor(fraction * importance.numel())
+    keep = torch.ones(importance.numel(), dtype=torch.bool, device=importance.device)
+    # A stable sort makes the tie-break reproducible: among equal scores the earlier head goes first.
+    order = torch.sort(importance.detach().reshape(-1), stable=True).indices
+    keep[order[:k]] = False
+    return keep.reshape(importance.shape)
+
+
+def _call_args(inputs) -> tuple[tuple, dict]:
+    """A model input as (args, kwargs): a Mapping is keyword arguments, a tuple positional ones, else the one input."""
+    if isinstance(inputs, Mapping):
+        return (), dict(inputs)
+    if isinstance(inputs, tuple):
+        return inputs, {}
+    return (inputs,), {}
+
+
 def _is_token(model: nn.Module, args: tuple, kwargs: dict) -> Tensor | None:
     """The (batch, seq) "real token" mask among the model's inputs: an ``attention_mask`` argument or a TokenBatch."""
     try:
@@ -240,11 +310,8 @@ def head_output_means(model: nn.Module, *args, **kwargs) -> Tensor:
 def _means_of(model: nn.Module, reference) -> Tensor:
     """head_output_means on a reference batch: a Mapping is keyword arguments, a tuple positional ones, anything
     else the one input (a TokenBatch, token ids)."""
-    if isinstance(reference, Mapping):
-        return head_output_means(model, **reference)
-    if isinstance(reference, tuple):
-        return head_output_means(model, *reference)
-    return head_output_means(model, reference)
+    args, kwargs = _call_args(reference)
+    return head_output_means(model, *args, **kwargs)
 
 
 def _replace_columns(columns: Tensor, values: Tensor):

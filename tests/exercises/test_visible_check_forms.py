@@ -19,12 +19,13 @@ from helpers.nbgrader_course import ROOT
 import manyheads as mh
 from manyheads.course import release
 
-EXERCISES = ("01_single_head_bottleneck", "02_subspaces", "03_head_size", "04_specialization")
+EXERCISES = ("01_single_head_bottleneck", "02_subspaces", "03_head_size", "04_specialization", "05_pruning")
 CHECKED = {  # exercise → the functions its visible checks take
     "01_single_head_bottleneck": ("softmax", "scaled_dot_product_attention", "attention_entropy"),
     "02_subspaces": ("qk_circuits", "head_scores", "principal_angles"),
     "03_head_size": ("head_dim", "split_heads", "merge_heads", "mha_param_count", "multi_head_attention"),
     "04_specialization": ("mean_attention_entropy", "offset_attention", "relation_accuracy"),
+    "05_pruning": ("ablate_heads", "gate_importance", "prune_mask"),
 }
 
 
@@ -646,6 +647,172 @@ FORMS = {
             return (w.argmax(dim=-1)[..., deps] == heads).float().mean(dim=-1)
         """,
         r"float32 weights \(3, 2, 5, 5\)",
+    ),
+    # ------------------------------------------------------------------------------------------- exercise 5
+    "ablate: a batch of one": (
+        "ablate_heads",
+        """
+        def ablate_heads(head_outputs, keep, mode="zero", means=None):
+            if mode not in ("zero", "mean") or keep.shape != head_outputs.shape[1:2]:
+                raise ValueError("bad mode or keep")
+            if mode == "mean" and (means is None or means.shape != (head_outputs.shape[1], head_outputs.shape[3])):
+                raise ValueError("bad means")
+            other = torch.zeros_like(head_outputs) if mode == "zero" else means[None, :, None, :]
+            return torch.where(keep[None, :, None, None], head_outputs, other).squeeze(0)
+        """,
+        r"a batch of one, head_outputs \(1, 3, 4, 2\)",
+    ),
+    "ablate: one head": (
+        "ablate_heads",
+        """
+        def ablate_heads(head_outputs, keep, mode="zero", means=None):
+            if mode not in ("zero", "mean") or keep.shape != head_outputs.shape[1:2]:
+                raise ValueError("bad mode or keep")
+            if mode == "mean" and (means is None or means.shape != (head_outputs.shape[1], head_outputs.shape[3])):
+                raise ValueError("bad means")
+            other = torch.zeros_like(head_outputs) if mode == "zero" else means.squeeze()[None, :, None, :]
+            return torch.where(keep[None, :, None, None], head_outputs, other)
+        """,
+        r"one head, head_outputs \(3, 1, 4, 2\)",
+    ),
+    "ablate: means given in mode zero": (
+        "ablate_heads",
+        """
+        def ablate_heads(head_outputs, keep, mode="zero", means=None):
+            if mode not in ("zero", "mean") or keep.shape != head_outputs.shape[1:2]:
+                raise ValueError("bad mode or keep")
+            if mode == "mean" and (means is None or means.shape != (head_outputs.shape[1], head_outputs.shape[3])):
+                raise ValueError("bad means")
+            other = torch.zeros_like(head_outputs) if means is None else means[None, :, None, :]
+            return torch.where(keep[None, :, None, None], head_outputs, other)
+        """,
+        r"mode 'zero' with means given",
+    ),
+    "ablate: float32": (
+        "ablate_heads",
+        """
+        def ablate_heads(head_outputs, keep, mode="zero", means=None):
+            if mode not in ("zero", "mean") or keep.shape != head_outputs.shape[1:2]:
+                raise ValueError("bad mode or keep")
+            if mode == "mean" and (means is None or means.shape != (head_outputs.shape[1], head_outputs.shape[3])):
+                raise ValueError("bad means")
+            out = head_outputs.double().clone()  # computed in float64 for accuracy
+            for h in range(keep.shape[0]):
+                if not keep[h]:
+                    out[:, h] = 0.0 if mode == "zero" else means[h].double()
+            return out
+        """,
+        r"float32 head_outputs",
+    ),
+    "importance: a generator of batches": (
+        "gate_importance",
+        """
+        def gate_importance(loss_fn, batches, shape):
+            total = torch.zeros(shape)
+            for batch in batches:
+                gates = torch.ones(shape, requires_grad=True)
+                total += torch.autograd.grad(loss_fn(gates, batch), gates)[0].abs()
+            return total / len(batches)
+        """,
+        r"a generator of 3 batches",
+    ),
+    "importance: 1-D gates": (
+        "gate_importance",
+        """
+        def gate_importance(loss_fn, batches, shape):
+            n_layers, n_heads = shape  # taken for (n_layers, n_heads)
+            total, count = torch.zeros(n_layers, n_heads), 0
+            for batch in batches:
+                gates = torch.ones(n_layers, n_heads, requires_grad=True)
+                total += torch.autograd.grad(loss_fn(gates, batch), gates)[0].abs()
+                count += 1
+            return total / count
+        """,
+        r"gates of shape \(4,\)",
+    ),
+    "importance: (inputs, targets) batches": (
+        "gate_importance",
+        """
+        def gate_importance(loss_fn, batches, shape):
+            total, count = torch.zeros(shape), 0
+            for batch in batches:
+                inputs = batch[0] if isinstance(batch, tuple) else batch  # "the batch is its inputs"
+                gates = torch.ones(shape, requires_grad=True)
+                total += torch.autograd.grad(loss_fn(gates, inputs), gates)[0].abs()
+                count += 1
+            return total / count
+        """,
+        r"\(inputs, targets\) tuples",
+    ),
+    "prune: fraction 0": (
+        "prune_mask",
+        """
+        def prune_mask(importance, fraction):
+            if not 0 <= fraction <= 1:
+                raise ValueError("fraction outside [0, 1]")
+            flat = importance.flatten()
+            k = math.floor(fraction * flat.numel())
+            cut = flat.kthvalue(k).values  # the k-th smallest importance
+            keep = flat >= cut
+            ties = (flat == cut).nonzero().flatten()
+            keep[ties[: k - int((flat < cut).sum())]] = False  # exactly k, also with ties
+            return keep.reshape(importance.shape)
+        """,
+        r"fraction 0 \(nothing pruned\)",
+    ),
+    "prune: fraction 1": (
+        "prune_mask",
+        """
+        def prune_mask(importance, fraction):
+            if not 0 <= fraction <= 1:
+                raise ValueError("fraction outside [0, 1]")
+            n = importance.numel()
+            k = math.floor(fraction * n)
+            keep = torch.zeros(n, dtype=torch.bool)
+            keep[torch.argsort(importance.flatten())[-(n - k):]] = True  # the n - k most important
+            return keep.reshape(importance.shape)
+        """,
+        r"fraction 1 \(every head pruned\)",
+    ),
+    "prune: 1-D importance": (
+        "prune_mask",
+        """
+        def prune_mask(importance, fraction):
+            if not 0 <= fraction <= 1:
+                raise ValueError("fraction outside [0, 1]")
+            flat = importance.flatten(0, 1)  # (n_layers, n_heads) → one row of heads
+            k = math.floor(fraction * importance.numel())
+            keep = torch.ones(importance.numel(), dtype=torch.bool)
+            keep[torch.argsort(flat.reshape(-1))[:k]] = False
+            return keep.reshape(importance.shape)
+        """,
+        r"1-D importance \(7,\)",
+    ),
+    "prune: 3-D importance": (
+        "prune_mask",
+        """
+        def prune_mask(importance, fraction):
+            if not 0 <= fraction <= 1:
+                raise ValueError("fraction outside [0, 1]")
+            k = math.floor(fraction * importance.numel())
+            keep = torch.ones(importance.numel(), dtype=torch.bool)
+            keep[torch.argsort(importance.flatten())[:k]] = False
+            return keep.reshape(importance.shape[0], -1) if importance.dim() > 1 else keep
+        """,
+        r"3-D importance \(2, 2, 3\)",
+    ),
+    "prune: ties": (
+        "prune_mask",
+        """
+        def prune_mask(importance, fraction):
+            if not 0 <= fraction <= 1:
+                raise ValueError("fraction outside [0, 1]")
+            k = math.floor(fraction * importance.numel())
+            if k == 0:
+                return torch.ones(importance.shape, dtype=torch.bool)
+            return importance > importance.flatten().kthvalue(k).values
+        """,
+        r"tied importances",
     ),
 }
 

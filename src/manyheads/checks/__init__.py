@@ -8,7 +8,7 @@ not grades: the hidden tests that grade an exercise use other, random inputs.
 
 Modules: :mod:`~manyheads.checks.core` (shared building blocks), :mod:`~manyheads.checks.single_head_bottleneck`
 (exercise 1), :mod:`~manyheads.checks.subspaces` (2), :mod:`~manyheads.checks.head_size` (3),
-:mod:`~manyheads.checks.specialization` (4).
+:mod:`~manyheads.checks.specialization` (4), :mod:`~manyheads.checks.pruning` (5).
 """
 
 from manyheads.checks.head_size import (
@@ -18,6 +18,7 @@ from manyheads.checks.head_size import (
     check_multi_head_attention,
     check_split_heads,
 )
+from manyheads.checks.pruning import check_ablate_heads, check_gate_importance, check_prune_mask
 from manyheads.checks.single_head_bottleneck import (
     check_attention_entropy,
     check_scaled_dot_product_attention,
@@ -45,4 +46,7 @@ __all__ = [
     "check_mean_attention_entropy",
     "check_offset_attention",
     "check_relation_accuracy",
+    "check_ablate_heads",
+    "check_gate_importance",
+    "check_prune_mask",
 ]

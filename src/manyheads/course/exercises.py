@@ -206,6 +206,36 @@ EXERCISES: tuple[Exercise, ...] = (
         ),
         (WrittenPart("reading_heads", 2),),
     ),
+    Exercise(
+        "05_pruning",
+        (
+            CodePart(
+                "ablate_heads",
+                "check_ablate_heads",
+                "test_ablate_heads",
+                2,
+                ("manyheads.interventions.ablated", "manyheads.interventions.head_output_means"),
+                signature='head_outputs, keep, mode="zero", means=None',
+            ),
+            CodePart(
+                "gate_importance",
+                "check_gate_importance",
+                "test_gate_importance",
+                3,
+                ("manyheads.interventions.gate_importance", "manyheads.interventions.gate_gradients"),
+                signature="loss_fn, batches, shape",
+            ),
+            CodePart(
+                "prune_mask",
+                "check_prune_mask",
+                "test_prune_mask",
+                2,
+                ("manyheads.interventions.prune_mask",),
+                signature="importance, fraction",
+            ),
+        ),
+        (WrittenPart("would_you_ship", 2),),
+    ),
 )
 
 
