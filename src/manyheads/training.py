@@ -36,6 +36,8 @@ class TrainConfig:
     eval_size: int = 512
     seed: int = 0
     eval_seed: int = 1_000_003
+    optimizer: str = "adam"  # or "adamw" (decoupled weight decay; chapter 6's induction recipe)
+    weight_decay: float = 0.01  # AdamW's only (torch's default); Adam has none
 
 
 @dataclass
@@ -64,7 +66,9 @@ def readout_accuracy(logits: Tensor, targets: Tensor) -> Tensor:
     """Share of correct argmax predictions, per relation, ignoring :data:`~manyheads.data.tasks.IGNORE_INDEX` targets.
 
     logits: (batch, seq, n_relations, vocab); targets: (batch, seq, n_relations). Returns (n_relations,).
+    A language model's logits (batch, seq, vocab) with targets (batch, seq) count as one relation.
     """
+    logits, targets = _with_relations(logits, targets)
     scored = targets != IGNORE_INDEX
     correct = (logits.argmax(-1) == targets) & scored
     return correct.sum(dim=(0, 1)).float() / scored.sum(dim=(0, 1)).clamp(min=1).float()
@@ -80,7 +84,15 @@ def evaluate(model: nn.Module, tokens: Tensor, targets: Tensor) -> list[float]:
     return readout_accuracy(logits, targets).tolist()
 
 
+def _with_relations(logits: Tensor, targets: Tensor) -> tuple[Tensor, Tensor]:
+    """Next-token targets (batch, seq) and logits (batch, seq, vocab) as one relation: (…, 1, vocab), (…, 1)."""
+    if targets.dim() == 2:
+        return logits[:, :, None], targets[:, :, None]
+    return logits, targets
+
+
 def _loss(logits: Tensor, targets: Tensor) -> Tensor:
+    logits, targets = _with_relations(logits, targets)
     # Summed over relations (each relation's loss is a mean over its scored positions): each relation weighs the same.
     return (
         F.cross_entropy(logits.flatten(0, 1).transpose(1, 2), targets.flatten(0, 1), ignore_index=IGNORE_INDEX)
@@ -88,12 +100,17 @@ def _loss(logits: Tensor, targets: Tensor) -> Tensor:
     )
 
 
-def _adam(model: nn.Module, lr: float) -> torch.optim.Optimizer:
+def _adam(model: nn.Module, config: TrainConfig) -> torch.optim.Optimizer:
+    if config.optimizer not in ("adam", "adamw"):
+        raise ValueError(f"optimizer must be 'adam' or 'adamw', got {config.optimizer!r}")
+    make, extra = torch.optim.Adam, {}
+    if config.optimizer == "adamw":
+        make, extra = torch.optim.AdamW, {"weight_decay": config.weight_decay}
     # The fused kernel is much faster for many tiny tensors; older torch builds lack it for some devices.
     try:
-        return torch.optim.Adam(model.parameters(), lr=lr, fused=True)
+        return make(model.parameters(), lr=config.lr, fused=True, **extra)
     except (RuntimeError, TypeError):
-        return torch.optim.Adam(model.parameters(), lr=lr)
+        return make(model.parameters(), lr=config.lr, **extra)
 
 
 def train(
@@ -103,24 +120,33 @@ def train(
     device: torch.device | str | None = None,
     progress: bool = True,
     desc: str | None = None,
+    on_eval: Callable[[int, nn.Module], None] | None = None,
 ) -> TrainResult:
-    """Seed, build the model with ``make_model()``, train it with Adam on fresh batches, and record curves.
+    """Seed, build the model with ``make_model()``, train it with Adam (or AdamW) on fresh batches, and record curves.
 
     The model must map (batch, seq) tokens to ``(logits, weights)`` with logits (batch, seq, n_relations, vocab),
     like :class:`manyheads.models.TinyAttentionModel`. ``device`` defaults to :func:`manyheads.device`.
     ``progress`` shows a tqdm bar (a widget in Jupyter, text elsewhere) that disappears when the run ends.
+    A language model may instead return logits (batch, seq, vocab) for a task whose targets are (batch, seq).
+    ``on_eval(step, model)``, if given, runs after each evaluation (step 0 included), the model in eval mode and
+    gradients off, to record more than accuracy (chapter 6's induction scores and checkpoints).
     """
     device = torch.device(device) if device is not None else default_device()
     seed_everything(config.seed)
     model = make_model().to(device)
     data = torch.Generator().manual_seed(config.seed)
     eval_tokens, eval_targets = task.sample(config.eval_size, torch.Generator().manual_seed(config.eval_seed), device)
-    optimizer = _adam(model, config.lr)
+    optimizer = _adam(model, config)
     result = TrainResult(model=model, device=str(device))
 
     def record(step: int) -> None:
         result.eval_steps.append(step)
         result.eval_accuracy.append(evaluate(model, eval_tokens, eval_targets))
+        if on_eval is not None:
+            model.eval()
+            with torch.no_grad():
+                on_eval(step, model)
+            model.train()
 
     threads = torch.get_num_threads()
     if device.type == "cpu":

@@ -1,8 +1,9 @@
 """Data with known answers: synthetic tasks (chapters 1-4), the syntax and coreference probe sets (chapter 4) and
 human-labelled data from registry packages (chapters 5-7).
 
-:mod:`~manyheads.data.tasks` (generated on the fly, seeded) and :mod:`~manyheads.data.probes` (made by the project
-and shipped in this folder: ``natural_sentences.conll``, ``coreference.txt``) download nothing;
+:mod:`~manyheads.data.tasks` and :mod:`~manyheads.data.repeats` (generated on the fly, seeded) and
+:mod:`~manyheads.data.probes` (made by the project and shipped in this folder: ``natural_sentences.conll``,
+``coreference.txt``) download nothing;
 :mod:`~manyheads.data.corpora` fetches Lee's documents and the VADER movie reviews once, verified by sha256, into a
 cache folder outside the repository.
 """
@@ -17,6 +18,7 @@ from manyheads.data.probes import (
     natural_sentences,
     read_conll,
 )
+from manyheads.data.repeats import RepeatedHalvesTask
 from manyheads.data.tasks import IGNORE_INDEX, TwoRelationTask, offset_targets
 
 _CORPORA = (
@@ -39,6 +41,7 @@ __all__ = [
     "IGNORE_INDEX",
     "TwoRelationTask",
     "offset_targets",
+    "RepeatedHalvesTask",
     "RELATIONS",
     "Sentence",
     "CorefItem",
