@@ -1,33 +1,64 @@
 """manyheads.models.llama: the course's SmolLM2 decoder computes what transformers' LlamaForCausalLM computes from the
-same GGUF file (logits and every layer's attention weights, with and without padding), its KV cache changes nothing
-but the work, and the interventions of chapter 5 work on it."""
+same GGUF file (logits and every layer's attention weights, alone and in right- and left-padded batches), its KV
+cache changes nothing but the work and holds exactly the memory the formula says, greedy generation handles padded
+batches and stops at <|im_end|>, and the interventions of chapter 5 work on it."""
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 import pytest
 import torch
 
 from manyheads import interventions as iv
+from manyheads.costs import kv_cache_bytes
 from manyheads.models.gguf_file import smollm2_gguf_path
-from manyheads.models.llama import LlamaDecoder, generate_greedy, load_decoder
+from manyheads.models.llama import LlamaConfig, LlamaDecoder, generate_greedy, kv_cache_nbytes, load_decoder, pad_left
 
+IOI = "When Mary and John went to the store, John gave a drink to"  # indirect object: " Mary"
+CHAT = "<|im_start|>user\n{}<|im_end|>\n<|im_start|>assistant\n"  # SmolLM2's chat template, one user turn
+LONG = (  # ~300 tokens: positions well past the others', prose and code mixed
+    "Multi-head attention runs several attention functions in parallel. Each head projects the queries, keys and "
+    "values to a smaller width, d_head = d_model / n_heads, attends, and the heads' outputs are concatenated and "
+    "projected back. A decoder masks the future: position i attends to positions 0 ... i only. "
+) * 3 + "def causal_mask(seq):\n    return torch.ones(seq, seq, dtype=torch.bool).tril()\n" * 4
 PROMPTS = [
     "Hello, world!",
     "The cat sat on the mat.",
-    "<|im_start|>user\nWhat is the capital of France?<|im_end|>\n<|im_start|>assistant\n",
+    CHAT.format("What is the capital of France?"),
+    "<|im_start|>system\nYou are a helpful assistant.<|im_end|>\n<|im_start|>user\nHi!<|im_end|>\n"
+    "<|im_start|>assistant\nHello! How can I help?<|im_end|>\n" + CHAT.format("Count to three."),
+    "<|endoftext|>The end.",
     "In 2024, 3 cats ate 1,234 fish.",
-    "def add(a, b):\n    return a + b\n",
-    "Café naïve – 東京 🙂",
-    "When Mary and John went to the store, John gave a drink to",
+    "3.14159 + 2.71828 = 5.85987; 10**6 = 1000000",
     "1, 2, 3, 4, 5, 6, 7, 8, 9,",
-    "a",
-    "Attention is all you need. " * 12,  # ~70 tokens: positions well past the short prompts'
+    "def add(a, b):\n    return a + b\n",
+    "SELECT name, COUNT(*) FROM users WHERE age > 30 GROUP BY name;",
+    '{"name": "Ada", "age": 36, "languages": ["en", "fr"]}',
+    "See https://example.com/path?q=1&r=2#frag for details.",
+    "Café naïve – 東京 🙂",
+    "Привет, мир! Γειά σου κόσμε. مرحبا بالعالم",
+    "Die Katze schläft auf dem Sofa, weil es warm ist.",
+    "E = mc², and ∫₀¹ x² dx = 1/3.",
+    "a   b\n\n\tc  ",
+    "WHY??? Because!!! ... (really) [sure] {ok}",
+    IOI,
+    "zebra quantum violin marmalade 42 zebra quantum violin marmalade 42 zebra",  # a repeat: induction heads
+    "a",  # one token: a query that sees only itself
+    LONG,
 ]
-# float32 through 30 layers, the same operations in a slightly different order (q·kᵀ/√d versus q·kᵀ·d^-½, one
-# repeat_kv): measured equal to the last bit on CPU with torch 2.x, but a BLAS may sum in another order. Logits reach
-# ~30, so 1e-4 absolute is ~3e-6 relative; attention weights are in [0, 1].
+# Padded batches: every prompt but the long one (21 rows, up to 44 tokens), and the most padding there is (long +
+# one-token: 311 pads).
+GROUPS = {"varied": PROMPTS[:-1], "extreme": [LONG, "a"]}
+# Tolerances. Both models run float32 through 30 layers with the same operations in a slightly different order
+# (q·kᵀ/√d versus q·kᵀ·d^-½, our repeat_interleave versus Hugging Face's repeat_kv, a boolean versus an additive
+# mask). Measured on the course's 2-core CPU (torch 2.13, 1 and 2 threads, every prompt and padded batch here): the
+# logits and weights are bit-identical, max |difference| 0. The tolerance is for another BLAS, CPU or thread count
+# that sums in another order: logits reach ~42 here, and 1e-4 is ~2e-6 of that, some 20 float32 ulps. A change of
+# kernel is bigger: this decoder and transformers' fused SDPA path differ by up to 3e-4 in logits on a random 4 x 128
+# batch (measured), which is why the reference here uses eager attention. Attention weights lie in [0, 1]; 1e-5 is
+# ~80 float32 ulps at 1.
 LOGITS_ATOL, WEIGHTS_ATOL = 1e-4, 1e-5
 
 
@@ -57,6 +88,25 @@ def _ids(tokenizer, text: str) -> torch.Tensor:
     return torch.tensor([tokenizer.encode(text).ids])
 
 
+@pytest.fixture(scope="module")
+def alone(decoder):
+    """Each prompt's logits computed alone (batch of one, no mask), once per module."""
+    model, tokenizer = decoder
+    with torch.no_grad():
+        return {text: model(_ids(tokenizer, text)).logits[0] for text in PROMPTS}
+
+
+def test_the_prompts_are_varied_and_tokenize_as_intended(decoder):
+    _, tokenizer = decoder
+    assert len(set(PROMPTS)) == len(PROMPTS) >= 20
+    lengths = {text: len(tokenizer.encode(text).ids) for text in PROMPTS}
+    assert lengths["a"] == 1 and lengths[LONG] > 300
+    assert (
+        tokenizer.encode(PROMPTS[2]).ids[0] == 1 and 2 in tokenizer.encode(PROMPTS[2]).ids
+    )  # <|im_start|>, <|im_end|>
+    assert tokenizer.encode("<|endoftext|>The end.").ids[0] == 0  # one special token, not its characters
+
+
 def test_the_decoder_has_smollm2s_shape(decoder):
     model, _ = decoder
     c = model.config
@@ -77,7 +127,7 @@ def test_the_decoder_has_smollm2s_shape(decoder):
 
 
 @torch.no_grad()
-@pytest.mark.parametrize("text", PROMPTS)
+@pytest.mark.parametrize("text", [PROMPTS[3], "a", LONG], ids=["chat", "one-token", "long"])
 def test_logits_and_attention_weights_equal_transformers(decoder, reference, text):
     model, tokenizer = decoder
     ids = _ids(tokenizer, text)
@@ -103,28 +153,35 @@ def _padded(tokenizer, texts, side: str):
 
 
 @torch.no_grad()
+@pytest.mark.parametrize("group", GROUPS)
 @pytest.mark.parametrize("side", ["right", "left"])
-def test_a_padded_batch_gives_each_prompts_own_logits(decoder, reference, side):
+def test_a_padded_batch_gives_each_prompts_own_logits(decoder, reference, alone, side, group):
     model, tokenizer = decoder
-    texts = PROMPTS[:4]
+    texts = GROUPS[group]
     ids, is_token = _padded(tokenizer, texts, side)
-    # With left padding, positions must count real tokens only, as transformers' generate does.
+    if side == "left":
+        assert all(
+            torch.equal(a, b) for a, b in zip(pad_left([tokenizer.encode(t).ids for t in texts]), (ids, is_token))
+        )
+    # With left padding, positions must count real tokens only (as transformers' generate does); both models get them.
     position_ids = None if side == "right" else (is_token.cumsum(1) - 1).clamp(min=0)
     got = model(ids, attention_mask=is_token, position_ids=position_ids, output_attentions=True)
     expected = reference(ids, attention_mask=is_token, position_ids=position_ids, output_attentions=True)
     real = is_token.bool()
+    assert (~real).any()
     torch.testing.assert_close(got.logits[real], expected.logits[real], rtol=0, atol=LOGITS_ATOL)
-    for mine, theirs in zip(got.attentions, expected.attentions):  # rows of real queries; pad keys get 0 in both
+    pad_key_of_real_query = real[:, None, :, None] & ~real[:, None, None, :]  # (batch, 1, seq_q, seq_k)
+    for mine, theirs in zip(got.attentions, expected.attentions):  # rows of real queries
         torch.testing.assert_close(mine.transpose(1, 2)[real], theirs.transpose(1, 2)[real], rtol=0, atol=WEIGHTS_ATOL)
+        assert mine.masked_select(pad_key_of_real_query).abs().max() == 0  # no real token attends to padding
     for i, text in enumerate(texts):  # ... and the same logits as the prompt alone
-        alone = model(_ids(tokenizer, text)).logits[0]
-        torch.testing.assert_close(got.logits[i][real[i]], alone, rtol=0, atol=LOGITS_ATOL)
+        torch.testing.assert_close(got.logits[i][real[i]], alone[text], rtol=0, atol=LOGITS_ATOL)
 
 
 @torch.no_grad()
 def test_the_kv_cache_gives_the_same_logits_and_tokens(decoder, reference):
     model, tokenizer = decoder
-    ids = _ids(tokenizer, PROMPTS[6])
+    ids = _ids(tokenizer, IOI)
     full = model(ids).logits
     first = model(ids[:, :-3], use_cache=True)
     k, v = first.past_key_values[0]
@@ -141,10 +198,67 @@ def test_the_kv_cache_gives_the_same_logits_and_tokens(decoder, reference):
     assert torch.equal(cached, expected)
 
 
+EOS_PROMPT = CHAT.format("What is 2+2? Answer with a number only.")  # the model answers "2 + 2 = 4<|im_end|>"
+
+
+@torch.no_grad()
+def test_a_left_padded_batch_generates_each_prompts_own_tokens(decoder, reference):
+    """Prompts of 1 to 44 tokens, one of which ends its turn early: cached == uncached == each prompt alone ==
+    transformers' generate on the same left-padded batch."""
+    model, tokenizer = decoder
+    texts = ["a", IOI, EOS_PROMPT, PROMPTS[3], "1, 2, 3, 4, 5, 6, 7, 8, 9,"]
+    ids, mask = pad_left([tokenizer.encode(t).ids for t in texts])
+    new = 10
+    cached = generate_greedy(model, ids, new, attention_mask=mask)
+    assert cached.shape == (len(texts), ids.shape[1] + new)
+    assert torch.equal(cached, generate_greedy(model, ids, new, attention_mask=mask, use_cache=False))
+    for i, text in enumerate(texts):
+        prompt = _ids(tokenizer, text)
+        own = generate_greedy(model, prompt, new)[0, prompt.shape[1] :]
+        assert torch.equal(cached[i, ids.shape[1] : ids.shape[1] + len(own)], own), text
+        assert len(own) == new or own[-1] == 2  # a shorter row ended its turn
+    finished = cached[2, ids.shape[1] :]
+    assert 2 in finished.tolist() and torch.all(finished[finished.tolist().index(2) :] == 2)  # then only EOS
+    expected = reference.generate(ids, attention_mask=mask, max_new_tokens=new, do_sample=False, pad_token_id=2)
+    assert torch.equal(cached, expected)
+
+
+@torch.no_grad()
+def test_generation_stops_at_the_end_of_the_chat_turn(decoder):
+    model, tokenizer = decoder
+    assert model.config.eos_token_id == tokenizer.token_to_id("<|im_end|>") == 2  # from the GGUF's metadata
+    prompt = _ids(tokenizer, EOS_PROMPT)
+    out = generate_greedy(model, prompt, 30)
+    answer = out[0, prompt.shape[1] :].tolist()
+    assert answer[-1] == 2 and 2 not in answer[:-1] and len(answer) < 30  # stopped at the first <|im_end|>
+    assert tokenizer.decode(answer, skip_special_tokens=True).strip() != ""
+    longer = generate_greedy(model, prompt, 30, stop_at_eos=False)
+    assert longer.shape[1] == prompt.shape[1] + 30 and torch.equal(longer[:, : out.shape[1]], out)
+
+
+@torch.no_grad()
+def test_the_kv_cache_holds_what_the_formula_says(decoder):
+    """Measured bytes of the cache == 2 · layers · batch · seq · n_kv_heads · d_head · 4 (float32), exactly."""
+    model, tokenizer = decoder
+    ids, mask = pad_left([tokenizer.encode(t).ids for t in (IOI, "Hello, world!")])
+    batch, seq = ids.shape
+    out = model(ids, attention_mask=mask, use_cache=True)
+    per_token = 2 * 30 * 3 * 64 * 4  # 46,080 bytes: K and V, 30 layers, 3 K/V heads of 64 floats
+    assert kv_cache_nbytes(out.past_key_values) == per_token * batch * seq == kv_cache_bytes(3, 64, seq, batch, 30, 4)
+    for step in range(1, 4):  # each generated token adds one position per row
+        mask = torch.cat([mask, torch.ones(batch, 1, dtype=torch.long)], 1)
+        next_ids = out.logits[:, -1:].argmax(-1)
+        out = model(next_ids, attention_mask=mask, past_key_values=out.past_key_values, use_cache=True)
+        assert kv_cache_nbytes(out.past_key_values) == per_token * batch * (seq + step)
+    # A view into a bigger tensor is charged the whole storage: the measure is memory held, not numel.
+    k, v = out.past_key_values[0]
+    assert kv_cache_nbytes([(k[:, :, :1], v[:, :, :1])]) == k.nbytes + v.nbytes
+
+
 @torch.no_grad()
 def test_gates_and_ablation_work_on_the_decoder(decoder):
     model, tokenizer = decoder
-    ids = _ids(tokenizer, PROMPTS[6])
+    ids = _ids(tokenizer, IOI)
     before = model(ids).logits
     head = (5, 4)  # layer 5, query head 4: shares its K/V head 1 with query heads 3 and 5
     gates = torch.ones(30, 9)
@@ -169,9 +283,9 @@ def test_gates_and_ablation_work_on_the_decoder(decoder):
         iv.remove_heads(model, head)
 
 
-def test_a_small_random_decoder_runs_without_the_checkpoint():
-    from manyheads.models.llama import LlamaConfig
-
+def _small_decoder() -> LlamaDecoder:
+    """A random 2-layer decoder; weights N(0, 0.5²) so that greedy tokens vary (the default init, with the tied
+    output head, mostly repeats the last token)."""
     torch.manual_seed(0)
     config = LlamaConfig(
         vocab_size=50,
@@ -185,10 +299,69 @@ def test_a_small_random_decoder_runs_without_the_checkpoint():
         rope_theta=10000.0,
     )
     model = LlamaDecoder(config).eval()
+    with torch.no_grad():
+        for name, weight in model.named_parameters():
+            if "norm" not in name:
+                weight.normal_(0, 0.5)
+    return model
+
+
+def test_a_small_random_decoder_runs_without_the_checkpoint():
+    model = _small_decoder()
     ids = torch.randint(0, 50, (2, 7))
     out = model(ids, output_attentions=True)
     assert out.logits.shape == (2, 7, 50) and out.attentions[1].shape == (2, 4, 7, 7)
     assert torch.all(out.attentions[0].triu(1) == 0)  # causal
     assert torch.equal(generate_greedy(model, ids, 5), generate_greedy(model, ids, 5, use_cache=False))
+    assert torch.equal(generate_greedy(model, ids, 0), ids)
     with pytest.raises(ValueError, match=r"attention_mask must be \(batch, past \+ seq\)"):
         model(ids, attention_mask=torch.ones(2, 6))
+
+
+def test_each_row_stops_at_its_own_eos():
+    """EOS = the third token row 0 generates: that row stops there (then repeats EOS), row 1 runs on untouched."""
+    model = _small_decoder()
+    assert model.config.eos_token_id is None  # no EOS: never stops early
+    ids, mask = pad_left([[3, 14, 15, 9, 2, 6], [27, 18]])
+    free = generate_greedy(model, ids, 8, attention_mask=mask)[:, 6:]
+    assert free.shape == (2, 8) and len(set(free[0].tolist())) > 4  # varied tokens
+    assert torch.equal(free[1], generate_greedy(model, torch.tensor([[27, 18]]), 8)[0, 2:])  # as if alone
+    eos = int(free[0, 2])
+    assert eos not in free[0, :2].tolist() + free[1].tolist()
+    model.config = dataclasses.replace(model.config, eos_token_id=eos)
+    for use_cache in (True, False):
+        out = generate_greedy(model, ids, 8, attention_mask=mask, use_cache=use_cache)[:, 6:]
+        assert torch.equal(out[0, :3], free[0, :3]) and torch.all(out[0, 2:] == eos)
+        assert torch.equal(out[1], free[1])
+        alone = generate_greedy(model, ids[:1], 8, use_cache=use_cache)[0, 6:]  # one row: stops after its EOS
+        assert torch.equal(alone, free[0, :3])
+        assert torch.equal(generate_greedy(model, ids[:1], 8, use_cache=use_cache, stop_at_eos=False)[0, 6:], free[0])
+
+
+@pytest.mark.parametrize(
+    ("input_ids", "kwargs", "error", "match"),
+    [
+        (torch.zeros(1, 0, dtype=torch.long), {}, ValueError, r"empty prompt.*at least one token"),
+        (torch.tensor([[1.0, 2.0]]), {}, TypeError, r"integer token ids \(torch.long\), got dtype torch.float32"),
+        ([[1, 2]], {}, TypeError, r"a \(batch, seq\) tensor.*pad_left"),
+        (torch.tensor([1, 2]), {}, ValueError, r"\(batch, seq\), got shape \(2,\).*input_ids\[None\]"),
+        (torch.tensor([[1, 50]]), {}, ValueError, r"token ids must lie in \[0, 50\)"),
+        (torch.tensor([[1, 2]]), {"max_new_tokens": -1}, ValueError, r"max_new_tokens must be a non-negative int"),
+        (torch.tensor([[1, 2]]), {"attention_mask": torch.ones(1, 3)}, ValueError, r"input_ids' shape \(1, 2\)"),
+        (torch.tensor([[1, 2]]), {"attention_mask": torch.tensor([[1, 0]])}, ValueError, r"pad on the left.*pad_left"),
+        (torch.tensor([[1, 2]]), {"attention_mask": torch.tensor([[0, 0]])}, ValueError, r"empty prompt: rows \[0\]"),
+        (torch.tensor([[1, 2]]), {"attention_mask": torch.tensor([[0, 2]])}, ValueError, r"1 for real tokens and 0"),
+    ],
+    ids=["empty", "float", "list", "1-D", "out-of-vocab", "negative", "mask-shape", "right-pad", "all-pad", "mask-2"],
+)
+def test_bad_generation_input_says_what_to_do(input_ids, kwargs, error, match):
+    kwargs = {"max_new_tokens": 3, **kwargs}
+    with pytest.raises(error, match=match):
+        generate_greedy(_small_decoder(), input_ids, **kwargs)
+
+
+def test_pad_left_refuses_empty_prompts():
+    with pytest.raises(ValueError, match=r"prompts \[1\] are empty"):
+        pad_left([[1, 2], []])
+    with pytest.raises(ValueError, match="at least one prompt, got none"):
+        pad_left([])

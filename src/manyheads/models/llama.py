@@ -17,10 +17,15 @@ Rotary embeddings are applied by :class:`RotaryAttention`, a subclass that rotat
 KV cache, and then hands over to ``MultiHeadAttention.attend`` (share K/V heads, softmax, gates, W_o). Keeping that
 here rather than as options of ``MultiHeadAttention`` leaves the chapters 1-5 class as short as it was.
 No dropout; float32 throughout.
+
+:func:`generate_greedy` generates with or without the KV cache, for a left-padded batch (:func:`pad_left`) too,
+stopping each row at the model's EOS (``<|im_end|>``); :func:`kv_cache_nbytes` measures the memory a cache holds,
+to set beside :func:`manyheads.costs.kv_cache_bytes` (chapter 7; ``benchmarks/decoder.py`` times both paths).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
@@ -39,6 +44,8 @@ __all__ = [
     "DecoderOutput",
     "load_decoder",
     "generate_greedy",
+    "pad_left",
+    "kv_cache_nbytes",
 ]
 
 
@@ -55,6 +62,7 @@ class LlamaConfig:
     d_head: int  # head_dim
     rms_norm_eps: float
     rope_theta: float
+    eos_token_id: int | None = None  # where generate_greedy stops; None: it never stops early
 
     @classmethod
     def from_hf(cls, config: dict) -> LlamaConfig:
@@ -71,6 +79,7 @@ class LlamaConfig:
             d_head=config.get("head_dim", config["hidden_size"] // config["num_attention_heads"]),
             rms_norm_eps=config["rms_norm_eps"],
             rope_theta=config["rope_theta"],
+            eos_token_id=config.get("eos_token_id"),
         )
 
 
@@ -266,20 +275,142 @@ def load_decoder(device: torch.device | str | None = None):
     return decoder.eval().to(device or "cpu"), tokenizer
 
 
+def pad_left(prompts: Sequence[Sequence[int]], pad_id: int = 0) -> tuple[Tensor, Tensor]:
+    """Prompts of different lengths (lists of token ids) as one batch: ``(input_ids, attention_mask)``, each
+    (batch, longest prompt), torch.long.
+
+    The padding goes on the left, so that every prompt's last token sits in the last column, where
+    :func:`generate_greedy` appends the next one (chapter 6). ``attention_mask`` is 1 for real tokens and 0 for
+    padding; ``pad_id`` is never attended to, so its value does not matter.
+    """
+    rows = [list(prompt) for prompt in prompts]
+    empty = [i for i, row in enumerate(rows) if not row]
+    if not rows or empty:
+        raise ValueError(
+            f"pad_left needs at least one prompt and at least one token in each; prompts {empty} are empty"
+            if rows
+            else "pad_left needs at least one prompt, got none"
+        )
+    width = max(map(len, rows))
+    input_ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
+    attention_mask = torch.zeros(len(rows), width, dtype=torch.long)
+    for i, row in enumerate(rows):
+        input_ids[i, width - len(row) :] = torch.tensor(row, dtype=torch.long)
+        attention_mask[i, width - len(row) :] = 1
+    return input_ids, attention_mask
+
+
+def kv_cache_nbytes(past_key_values: tuple[tuple[Tensor, Tensor], ...]) -> int:
+    """The memory a KV cache (``DecoderOutput.past_key_values``) holds, measured: the bytes of the storages behind
+    its key and value tensors, each storage counted once (chapter 7).
+
+    Compare it with the formula 2 · layers · batch · seq · n_kv_heads · d_head · bytes per element,
+    :func:`manyheads.costs.kv_cache_bytes` (float32: 4 bytes per element).
+    """
+    storages = {}
+    for pair in past_key_values:
+        for tensor in pair:
+            storage = tensor.untyped_storage()
+            storages[storage.data_ptr()] = storage.nbytes()
+    return sum(storages.values())
+
+
+def _check_prompts(model: LlamaDecoder, input_ids, attention_mask, max_new_tokens) -> Tensor:
+    """generate_greedy's arguments checked, with what to do instead; returns the (batch, seq) 0/1 mask."""
+    if not isinstance(input_ids, Tensor):
+        raise TypeError(
+            f"input_ids must be a (batch, seq) tensor of token ids, got a {type(input_ids).__name__}; "
+            f"use torch.tensor([tokenizer.encode(text).ids]), or pad_left(prompts) for prompts of different lengths"
+        )
+    if input_ids.dtype.is_floating_point or input_ids.dtype.is_complex or input_ids.dtype == torch.bool:
+        raise TypeError(
+            f"input_ids must hold integer token ids (torch.long), got dtype {input_ids.dtype}; "
+            f"build it with torch.tensor([tokenizer.encode(text).ids])"
+        )
+    if input_ids.dim() != 2:
+        raise ValueError(
+            f"input_ids must be (batch, seq), got shape {tuple(input_ids.shape)}; for one prompt pass input_ids[None]"
+        )
+    if input_ids.numel() == 0:
+        raise ValueError(
+            f"empty prompt: input_ids has shape {tuple(input_ids.shape)}; every prompt needs at least one token "
+            f"(a chat prompt starts with <|im_start|>)"
+        )
+    vocab = model.config.vocab_size
+    if input_ids.min() < 0 or input_ids.max() >= vocab:
+        raise ValueError(f"token ids must lie in [0, {vocab}), got ids from {input_ids.min()} to {input_ids.max()}")
+    if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or max_new_tokens < 0:
+        raise ValueError(f"max_new_tokens must be a non-negative int, got {max_new_tokens!r}")
+    if attention_mask is None:
+        return torch.ones_like(input_ids, dtype=torch.long)
+    if attention_mask.shape != input_ids.shape:
+        raise ValueError(
+            f"attention_mask must have input_ids' shape {tuple(input_ids.shape)}, got {tuple(attention_mask.shape)}"
+        )
+    mask = attention_mask.long()
+    if not ((mask == 0) | (mask == 1)).all():
+        raise ValueError("attention_mask must hold 1 for real tokens and 0 for padding, nothing else")
+    empty = (mask.sum(1) == 0).nonzero().flatten().tolist()
+    if empty:
+        raise ValueError(f"empty prompt: rows {empty} of attention_mask have no real token")
+    if (mask[:, 1:] < mask[:, :-1]).any():
+        raise ValueError(
+            "attention_mask must pad on the left (0s, then 1s), so that each prompt ends in the last column where the "
+            "next token goes; build the batch with pad_left(prompts)"
+        )
+    return mask
+
+
 @torch.no_grad()
-def generate_greedy(model: LlamaDecoder, input_ids: Tensor, max_new_tokens: int, use_cache: bool = True) -> Tensor:
-    """Append ``max_new_tokens`` tokens, each the most likely next one: (batch, seq) → (batch, seq + max_new_tokens).
+def generate_greedy(
+    model: LlamaDecoder,
+    input_ids: Tensor,
+    max_new_tokens: int,
+    use_cache: bool = True,
+    attention_mask: Tensor | None = None,
+    stop_at_eos: bool = True,
+) -> Tensor:
+    """Append up to ``max_new_tokens`` tokens to each prompt, each the most likely next one (chapter 6):
+    (batch, seq) → (batch, seq + n), n ≤ max_new_tokens.
 
     With ``use_cache`` each step feeds only the newest token and reuses the keys and values of the earlier ones
-    (chapter 6's KV cache); without it, each step runs the whole sequence again. Both give the same tokens.
-    The prompts of a batch must have the same length (no padding).
+    (the KV cache); without it, each step runs the whole sequence again. Both give the same tokens.
+
+    Prompts of different lengths: pad them on the left and pass the mask, ``ids, mask = pad_left(prompts)`` then
+    ``generate_greedy(model, ids, n, attention_mask=mask)``. Positions then count real tokens only
+    (position_ids = cumsum(attention_mask) - 1, as transformers' ``generate`` does), so each row gets the tokens it
+    would get alone. (Rotary scores depend only on position differences, so counting the pads too would shift every
+    position of a row alike and change its logits by rounding only; counting real tokens makes them the same.)
+
+    With ``stop_at_eos`` a row that produces ``model.config.eos_token_id`` (SmolLM2: 2, ``<|im_end|>``, the end of a
+    chat turn) is finished: its later columns repeat that id, and generation stops early once every row is finished.
     """
-    ids, past = input_ids, None
-    for _ in range(max_new_tokens):
+    mask = _check_prompts(model, input_ids, attention_mask, max_new_tokens)
+    ids = input_ids.long()
+    if max_new_tokens == 0:
+        return ids
+    eos = model.config.eos_token_id if stop_at_eos else None
+    positions = (mask.cumsum(1) - 1).clamp(min=0)  # pads get position 0; nothing attends to them
+    finished = torch.zeros(ids.shape[0], dtype=torch.bool, device=ids.device)
+    out = model(ids, attention_mask=mask, position_ids=positions, use_cache=use_cache)
+    for step in range(max_new_tokens):
+        next_ids = out.logits[:, -1].argmax(-1)
+        if eos is not None:
+            next_ids = next_ids.masked_fill(finished, eos)  # a finished row only repeats its EOS
+            finished |= next_ids == eos
+        ids = torch.cat([ids, next_ids[:, None]], dim=1)
+        mask = torch.cat([mask, torch.ones_like(mask[:, -1:])], dim=1)
+        positions = torch.cat([positions, positions[:, -1:] + 1], dim=1)
+        if step == max_new_tokens - 1 or finished.all():
+            break
         if use_cache:
-            out = model(ids if past is None else ids[:, -1:], past_key_values=past, use_cache=True)
-            past = out.past_key_values
+            out = model(
+                ids[:, -1:],
+                attention_mask=mask,
+                position_ids=positions[:, -1:],
+                past_key_values=out.past_key_values,
+                use_cache=True,
+            )
         else:
-            out = model(ids)
-        ids = torch.cat([ids, out.logits[:, -1].argmax(-1, keepdim=True)], dim=1)
+            out = model(ids, attention_mask=mask, position_ids=positions)
     return ids

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from manyheads.course.grading import report
 from manyheads.course.grading.collect import CollectError
-from manyheads.course.grading.runner import GradingError, Options, grade
+from manyheads.course.grading.runner import FEEDBACK_DIR, GradingError, Options, grade
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -38,6 +38,13 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--pattern", help="regex with a (?P<student_id>...) group, searched in each file's relative path")
     g.add_argument("--no-sandbox", action="store_true", help="run student code without bubblewrap (trusted code only)")
     g.add_argument("--course", type=Path, help="course folder (default: the current folder, else this checkout)")
+    g.add_argument(
+        "--feedback",
+        choices=["student", "full"],
+        default="student",
+        help="student (default): points, pass/fail and messages, never hidden tests or reference code, in "
+        "OUT/feedback; full: everything, for the instructor's private review, in OUT/feedback-full",
+    )
     g.add_argument("--keep-work", action="store_true", help="keep OUT/.work (worker courses and nbgrader logs)")
     return parser
 
@@ -57,6 +64,7 @@ def main(argv: list[str] | None = None) -> int:
         pattern=args.pattern,
         sandbox=not args.no_sandbox,
         keep_work=args.keep_work,
+        feedback=args.feedback,
     )
     try:
         rows, facts = grade(args.assignment, args.submissions, args.out, opts, course=args.course)
@@ -69,7 +77,8 @@ def main(argv: list[str] | None = None) -> int:
     counts = {s: sum(r.status == s for r in rows) for s in ("graded", "repaired", "failed")}
     print(
         f"{len(rows)} students: {counts['graded']} graded, {counts['repaired']} repaired, {counts['failed']} failed "
-        f"in {facts['seconds']:.1f} s; wrote {out / 'grades.csv'}, {out / 'report.md'}, {out / 'feedback'}/"
+        f"in {facts['seconds']:.1f} s; wrote {out / 'grades.csv'}, {out / 'report.md'}, "
+        f"{out / FEEDBACK_DIR[args.feedback]}/"
     )
     return 0
 

@@ -29,11 +29,13 @@ from pathlib import Path
 import nbformat
 
 from manyheads.course.grading import collect as collect_mod
+from manyheads.course.grading import feedback as feedback_mod
 from manyheads.course.grading import integrity
 from manyheads.course.grading import sandbox as sandbox_mod
 from manyheads.course.layout import CourseLayout
 
 CONFIG_FILE = CourseLayout.CONFIG_FILE
+FEEDBACK_DIR = {"student": "feedback", "full": "feedback-full"}
 
 
 class GradingError(Exception):
@@ -62,6 +64,7 @@ class Options:
     sandbox: bool = True
     keep_work: bool = False
     chunk: int | None = None
+    feedback: str = "student"  # or "full": the instructor's private view, written to OUT/feedback-full
     limits: sandbox_mod.Limits = sandbox_mod.Limits()
 
 
@@ -334,6 +337,7 @@ def grade(
     master = work / "course"
     db = normalise_db(opts.db) if opts.db else f"sqlite:///{master / 'gradebook.db'}"
     release = release_course(source, assignment, master, db)
+    feedback_mod.configure(master / CONFIG_FILE, opts.feedback)  # the workers copy it
     rows, skipped = check_submissions(submissions, release, assignment, opts.pattern)
     todo = [r for r in rows if r.notebook is not None]
     jobs = max(1, min(opts.jobs, len(todo)))
@@ -406,12 +410,13 @@ def grade(
         row.status = "repaired" if row.repaired else "graded"
         html = worker.root / "feedback" / row.student_id / assignment / f"{assignment}.html"
         if html.is_file():
-            row.feedback = out / "feedback" / row.student_id / f"{assignment}.html"
+            row.feedback = out / FEEDBACK_DIR[opts.feedback] / row.student_id / f"{assignment}.html"
             row.feedback.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(html, row.feedback)
         else:
             row.problems.append("no feedback file was produced")
     _publish_course(out / "course", master, workers, assignment, db, opts)
+    feedback_mod.configure(out / "course" / CONFIG_FILE, "student")  # stock generate_feedback there is safe too
     if not opts.keep_work:
         shutil.rmtree(work, ignore_errors=True)
     facts = {
