@@ -4,7 +4,13 @@
 :mod:`~manyheads.analysis.heads` (per-head statistics: entropy, offsets, surface statistics, taxonomy; chapter 4),
 :mod:`~manyheads.analysis.probing` (heads as syntax and coreference probes; chapter 4),
 :mod:`~manyheads.analysis.circuits` (QK circuits, subspaces, principal angles; chapter 2),
-:mod:`~manyheads.analysis.capacity` (head-count sweeps and the low-rank bottleneck; chapter 3).
+:mod:`~manyheads.analysis.capacity` (head-count sweeps and the low-rank bottleneck; chapter 3),
+:mod:`~manyheads.analysis.language_model` (next-token losses: is the decoder a working language model; chapters 6-7),
+:mod:`~manyheads.analysis.symmetry` (heads that start identical stay identical; chapter 5),
+:mod:`~manyheads.analysis.speed` (heads removed vs masked: tokens per second; chapter 5),
+:mod:`~manyheads.analysis.layers` (per-layer metrics: distance, sinks, previous-token and positional heads, rollout;
+chapter 6), :mod:`~manyheads.analysis.induction` (induction scores and the from-scratch induction experiment;
+chapter 6).
 """
 
 from manyheads.analysis.capacity import (
@@ -39,6 +45,40 @@ from manyheads.analysis.heads import (
     offset_attention,
     surface_statistics,
 )
+from manyheads.analysis.induction import (
+    INDUCTION_RECIPE,
+    InductionRun,
+    RepeatMetrics,
+    composition_test,
+    induction_score,
+    probe_batches,
+    repeat_metrics,
+    train_induction_model,
+)
+from manyheads.analysis.language_model import (
+    RepeatLoss,
+    TextLoss,
+    gguf_bos_id,
+    next_token_losses,
+    ordinary_token_ids,
+    real_vs_shuffled_loss,
+    repeated_random_tokens,
+    repeated_tokens_loss,
+    shuffled_windows,
+    token_windows,
+)
+from manyheads.analysis.layers import (
+    POSITIONAL_OFFSETS,
+    PREVIOUS_TOKEN_THRESHOLD,
+    LayerMetrics,
+    attention_rollout,
+    layer_metrics,
+    layer_summary,
+    mean_attention_distance,
+    positional_score,
+    previous_token_score,
+    sink_share,
+)
 from manyheads.analysis.probing import (
     RelationRow,
     coreference_accuracy,
@@ -47,6 +87,17 @@ from manyheads.analysis.probing import (
     relation_accuracy,
     relation_counts,
     relation_table,
+)
+from manyheads.analysis.speed import SpeedRecord, even_keep_mask, pruning_speed, speed_table
+from manyheads.analysis.symmetry import (
+    SYMMETRY_INITS,
+    SymmetryRun,
+    attention_spread,
+    head_spread,
+    make_heads_identical,
+    rounding_tolerance,
+    symmetry_experiment,
+    symmetry_table,
 )
 
 __all__ = [
@@ -86,4 +137,44 @@ __all__ = [
     "run_head_sweep",
     "random_attention_pattern",
     "fit_attention_pattern",
+    "next_token_losses",
+    "gguf_bos_id",
+    "ordinary_token_ids",
+    "token_windows",
+    "shuffled_windows",
+    "repeated_random_tokens",
+    "TextLoss",
+    "real_vs_shuffled_loss",
+    "RepeatLoss",
+    "repeated_tokens_loss",
+    "SYMMETRY_INITS",
+    "make_heads_identical",
+    "head_spread",
+    "attention_spread",
+    "rounding_tolerance",
+    "SymmetryRun",
+    "symmetry_experiment",
+    "symmetry_table",
+    "SpeedRecord",
+    "even_keep_mask",
+    "pruning_speed",
+    "speed_table",
+    "induction_score",
+    "INDUCTION_RECIPE",
+    "RepeatMetrics",
+    "probe_batches",
+    "repeat_metrics",
+    "InductionRun",
+    "train_induction_model",
+    "composition_test",
+    "PREVIOUS_TOKEN_THRESHOLD",
+    "POSITIONAL_OFFSETS",
+    "mean_attention_distance",
+    "previous_token_score",
+    "sink_share",
+    "positional_score",
+    "attention_rollout",
+    "LayerMetrics",
+    "layer_metrics",
+    "layer_summary",
 ]
