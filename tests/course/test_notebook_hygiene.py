@@ -131,7 +131,9 @@ def test_every_chapter_links_its_exercise():
 # What a notebook's code uses → what its Colab set-up cell must install before it runs (manyheads.course.colab).
 USES = {
     "decoder": re.compile(r"load_decoder|read_gguf|smollm2_gguf_path|LlamaDecoder"),
-    "data": re.compile(r"\bcorpora\b|lee_documents|lee_similarities|lee_background|movie_review_snippets"),
+    "data": re.compile(
+        r"\bcorpora\b|lee_documents|lee_similarities|lee_background|movie_review_snippets|real_vs_shuffled_loss"
+    ),
 }
 
 

@@ -60,7 +60,8 @@ def setup_cell_source(root: Path = REPO_ROOT, needs: list[str] | tuple[str, ...]
         f'COURSE_PACKAGE = "manyheads[colab] @ git+{url}@{branch}"',
     ]
     if needs:
-        lines.append(f"NEEDS = {list(needs)!r}  # see manyheads.course.colab")
+        quoted = ", ".join(f'"{need}"' for need in needs)  # double quotes, as the formatter (ruff) writes them
+        lines.append(f"NEEDS = [{quoted}]  # see manyheads.course.colab")
     lines += [
         'if "google.colab" in sys.modules:  # Colab\'s kernel imports it at start-up',
         '    subprocess.run([sys.executable, "-m", "pip", "install", "-q", COURSE_PACKAGE], check=True)',
