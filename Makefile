@@ -41,8 +41,10 @@ vendor:
 	$(BIN)/python assets/vendor.py
 
 # Every test: the linter, then package, notebook hygiene, exercise pipeline with real nbgrader, chapter execution.
+# Two pytest workers on two cores, so each process (and every notebook kernel they start) gets one torch thread:
+# two threads sharing one core with the other worker spin and ran chapter 5 three to four times slower (measured).
 test: lint $(STAMP) data vendor system-packages
-	$(BIN)/python -m pytest -n 2 --dist loadfile --timeout=1800
+	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(BIN)/python -m pytest -n 2 --dist loadfile --timeout=1800 --durations=30
 
 # Lint and format check (ruff, configured in pyproject.toml) of the package, tests, benchmarks and notebooks.
 # `make format` rewrites the files in ruff's format.
