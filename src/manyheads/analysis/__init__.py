@@ -6,6 +6,7 @@
 :mod:`~manyheads.analysis.circuits` (QK circuits, subspaces, principal angles; chapter 2),
 :mod:`~manyheads.analysis.capacity` (head-count sweeps and the low-rank bottleneck; chapter 3),
 :mod:`~manyheads.analysis.language_model` (next-token losses: is the decoder a working language model; chapters 6-7),
+:mod:`~manyheads.analysis.pruning` (ablation maps, head importance, pruning curves on MiniLM's tasks; chapter 5),
 :mod:`~manyheads.analysis.symmetry` (heads that start identical stay identical; chapter 5),
 :mod:`~manyheads.analysis.speed` (heads removed vs masked: tokens per second; chapter 5),
 :mod:`~manyheads.analysis.layers` (per-layer metrics: distance, sinks, previous-token and positional heads, rollout;

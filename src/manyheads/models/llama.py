@@ -63,6 +63,7 @@ class LlamaConfig:
     rms_norm_eps: float
     rope_theta: float
     eos_token_id: int | None = None  # where generate_greedy stops; None: it never stops early
+    bos_token_id: int | None = None  # what starts a sequence (SmolLM2: 1, <|im_start|>), from the same metadata
 
     @classmethod
     def from_hf(cls, config: dict) -> LlamaConfig:
@@ -80,6 +81,7 @@ class LlamaConfig:
             rms_norm_eps=config["rms_norm_eps"],
             rope_theta=config["rope_theta"],
             eos_token_id=config.get("eos_token_id"),
+            bos_token_id=config.get("bos_token_id"),
         )
 
 
