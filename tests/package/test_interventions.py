@@ -411,3 +411,36 @@ def test_remove_heads_refuses_layers_with_shared_key_value_heads():
     assert iv.kept_heads(iv.remove_heads(model, [(0, 1)]))[0] == (0, 2, 3, 4, 5)  # one K/V head per head: fine
     with pytest.raises(NotImplementedError, match=r"layer 1 shares each key/value head among 3 query heads"):
         iv.remove_heads(model, [(1, 0)])
+
+
+@pytest.mark.parametrize("mode", ["zero", "mean"])
+def test_ablated_each_equals_one_ablation_per_chunk(mode):
+    case = _tiny_case()
+    means = iv.head_output_means(case.model, case.reference) if mode == "mean" else None
+    heads = [3, 0, 2]  # out of order, not all heads
+    stacked = case.batch.repeat(len(heads), 1)
+    gates = case.gates_without([(0, 1)])  # a head masked around the block stays masked in every chunk
+    with torch.no_grad(), iv.gated(case.model, gates), iv.ablated_each(case.model, 0, heads, mode=mode, means=means):
+        chunks = case.model(stacked)[0].chunk(len(heads))
+    for head, got in zip(heads, chunks):
+        with iv.gated(case.model, gates), iv.ablated(case.model, (0, head), mode=mode, means=means):
+            expected = case.run()
+        torch.testing.assert_close(got, expected, rtol=0, atol=1e-6)
+        assert (got - case.run()).abs().max() > 1e-3, "the ablation must change something"
+    _untouched(case.model, [layer.head_gates for layer in iv.attention_layers(case.model)])
+
+
+def test_ablated_each_says_what_is_wrong():
+    case = _tiny_case()
+    with pytest.raises(ValueError, match="equal chunks"), iv.ablated_each(case.model, 0, [0, 1]):
+        case.model(case.batch)  # 3 rows are not 2 chunks
+    for kwargs, message in [
+        (dict(layer=1, heads=[0]), "layer must be"),
+        (dict(layer=0, heads=[]), "non-empty"),
+        (dict(layer=0, heads=[4]), "heads of layer 0"),
+        (dict(layer=0, heads=[0], mode="half"), "mode must be"),
+        (dict(layer=0, heads=[0], mode="mean"), "needs means"),
+    ]:
+        with pytest.raises(ValueError, match=message), iv.ablated_each(case.model, **kwargs):
+            pass
+    assert not iv.attention_layers(case.model)[0].W_o._forward_pre_hooks

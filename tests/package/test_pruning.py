@@ -173,11 +173,13 @@ def test_encoder_task_batches_keep_the_item_order(encoder_task):
 
 
 @pytest.mark.parametrize("mode", ["zero", "mean"])
-def test_reusing_the_lower_layers_gives_the_full_runs_outputs(encoder_task, mode):
+@pytest.mark.parametrize("max_tokens", [16384, 1])  # a layer's heads in one wide forward, or one per forward
+def test_reusing_the_lower_layers_gives_the_full_runs_outputs(encoder_task, mode, max_tokens, monkeypatch):
     task = encoder_task
+    monkeypatch.setattr(task, "MAX_TOKENS", max_tokens)
     gates = task.ones()
     gates[0, 1] = 0.0  # an already pruned head stays pruned in every run
-    heads = [(0, 0), (1, 3), (2, 2)]
+    heads = [(0, 0), (1, 3), (2, 2), (1, 0), (2, 3), (2, 1)]  # several heads of a layer, out of order
     means = task.head_means() if mode == "mean" else None
     fast = task.outputs_each_removed(gates, heads, mode=mode, means=means)
     for head, got in zip(heads, fast):

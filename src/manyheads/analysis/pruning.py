@@ -252,6 +252,7 @@ class EncoderTask(PruningTask):
     """
 
     metric_name = "score"
+    MAX_TOKENS = 16384  # rows × positions per forward when the single-head ablations of a layer are batched
 
     def __init__(
         self, model: nn.Module, tokenizer, texts: Sequence[str], max_tokens: int = 128, tokens_per_batch: int = 4096
@@ -292,8 +293,8 @@ class EncoderTask(PruningTask):
             x, _ = self.model.layers[i](x, mask)
         return x
 
-    def _pool(self, hidden: Tensor, batch) -> Tensor:
-        is_token = batch.attention_mask.to(hidden.device, hidden.dtype)[..., None]
+    def _pool(self, hidden: Tensor, batch, copies: int = 1) -> Tensor:
+        is_token = batch.attention_mask.to(hidden.device, hidden.dtype).repeat(copies, 1)[..., None]
         pooled = (hidden * is_token).sum(1) / is_token.sum(1)
         return F.normalize(pooled, dim=-1)
 
@@ -329,23 +330,28 @@ class EncoderTask(PruningTask):
             raise ValueError("mean ablation needs means= (n_layers, n_heads, d_head), e.g. task.head_means()")
         heads = [(int(layer), int(head)) for layer, head in heads]
         pieces = {head: [] for head in heads}
+        by_layer: dict[int, list[int]] = {}
+        for layer, head in heads:
+            by_layer.setdefault(layer, []).append(head)
         with torch.inference_mode():
             for batch in self.batches:
                 x, mask = self._embed(batch)
                 saved: list[Tensor] = []
                 with interventions.gated(self.model, gates):
                     self._run_layers(x, mask, 0, keep=saved)  # saved[l]: the input of layer l
-                for layer, head in heads:
-                    if mode == "zero":
-                        with interventions.gated(self.model, _without(gates, (layer, head))):
-                            out = self._run_layers(saved[layer], mask, layer)
-                    else:
-                        with (
-                            interventions.gated(self.model, gates),
-                            interventions.ablated(self.model, (layer, head), mode="mean", means=means),
-                        ):
-                            out = self._run_layers(saved[layer], mask, layer)
-                    pieces[layer, head].append(self._pool(out, batch))
+                    # All of a layer's heads at once: one copy of the batch per head, each with its head ablated,
+                    # in chunks of at most about MAX_TOKENS tokens.
+                    per_chunk = max(1, self.MAX_TOKENS // max(1, x.shape[0] * x.shape[1]))
+                    for layer, layer_heads in by_layer.items():
+                        for start in range(0, len(layer_heads), per_chunk):
+                            group = layer_heads[start : start + per_chunk]
+                            k = len(group)
+                            with interventions.ablated_each(self.model, layer, group, mode=mode, means=means):
+                                out = self._run_layers(
+                                    saved[layer].repeat(k, 1, 1), mask.repeat(k, *[1] * (mask.dim() - 1)), layer
+                                )
+                            for j, pooled in enumerate(self._pool(out, batch, copies=k).chunk(k)):
+                                pieces[layer, group[j]].append(pooled)
         return [self.outputs_from_embeddings(self._gather(pieces[head])) for head in heads]
 
     def embeddings_with_grad(self, gates: Tensor) -> Tensor:
