@@ -1,7 +1,8 @@
 """``manyheads grade ASSIGNMENT SUBMISSIONS --out OUT``: autograde a class with nbgrader, safely.
 
 Exit status 0 when the batch ran to the end, whatever single submissions did; 2 for misuse (unknown assignment,
-unreadable submissions, no sandbox without --no-sandbox), with a message on stderr.
+unreadable submissions, an LMS layout or gradebook that cannot be used, no sandbox without --no-sandbox), with a
+message on stderr. After grading, the LMS export (``lms.py``) writes the gradebook CSV and the feedback to upload.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import os
 import sys
 from pathlib import Path
 
-from manyheads.course.grading import report
+from manyheads.course.grading import collect, lms, report
 from manyheads.course.grading.collect import CollectError
 from manyheads.course.grading.runner import FEEDBACK_DIR, GradingError, Options, grade
 
@@ -29,13 +30,26 @@ def build_parser() -> argparse.ArgumentParser:
         "submissions",
         metavar="SUBMISSIONS",
         type=Path,
-        help="folder or .zip with <student_id>/<any>.ipynb or <student_id>__<any>.ipynb",
+        help="folder or .zip: an LMS download (Canvas, Moodle, Blackboard), <student_id>/<any>.ipynb or "
+        "<student_id>__<any>.ipynb",
     )
     g.add_argument("--out", required=True, type=Path, help="output folder (grades.csv, feedback/, report.md)")
     g.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="submissions graded at once (default: cores)")
     g.add_argument("--timeout", type=int, default=60, help="seconds per cell before it is interrupted (default 60)")
     g.add_argument("--db", help="gradebook URL, e.g. postgresql://user:pw@host/course (default: sqlite in OUT/course)")
     g.add_argument("--pattern", help="regex with a (?P<student_id>...) group, searched in each file's relative path")
+    g.add_argument(
+        "--lms",
+        choices=lms.CHOICES,
+        default="auto",
+        help="the download's layout and the gradebook CSV's format (default auto: detected from the file names)",
+    )
+    g.add_argument(
+        "--gradebook",
+        type=Path,
+        help="a gradebook CSV exported from the LMS, filled in with the scores as OUT/<lms>-grades.csv",
+    )
+    g.add_argument("--column", help="the gradebook column to fill, e.g. 'Exercise 1 (123456)' (default: found by name)")
     g.add_argument("--no-sandbox", action="store_true", help="run student code without bubblewrap (trusted code only)")
     g.add_argument("--course", type=Path, help="course folder (default: the current folder, else this checkout)")
     g.add_argument(
@@ -57,11 +71,30 @@ def main(argv: list[str] | None = None) -> int:
     if args.db and not args.db.startswith(("postgresql", "sqlite")):
         print("manyheads grade: --db must be a postgresql:// or sqlite:/// URL", file=sys.stderr)
         return 2
+    if args.gradebook is not None and not args.gradebook.is_file():
+        print(f"manyheads grade: --gradebook {args.gradebook}: no such file", file=sys.stderr)
+        return 2
+    try:  # names only, so that a layout or gradebook problem stops the command before grading starts
+        layout = collect.plan(args.submissions, args.pattern, args.lms)
+        if args.gradebook is not None:
+            header = lms.Table.read(args.gradebook).rows[0]
+            lms.template(header, layout.lms, args.assignment, args.column, args.gradebook)
+    except (CollectError, lms.LmsError) as exc:
+        print(f"manyheads grade: {exc}", file=sys.stderr)
+        return 2
+    if layout.unmatched:
+        print(
+            f"manyheads grade: not graded, these notebooks belong to no student ({len(layout.unmatched)}):",
+            file=sys.stderr,
+        )
+        for name, why in sorted(layout.unmatched.items()):
+            print(f"  {name}: {why}", file=sys.stderr)
     opts = Options(
         jobs=args.jobs,
         timeout=args.timeout,
         db=args.db,
         pattern=args.pattern,
+        lms=args.lms,
         sandbox=not args.no_sandbox,
         keep_work=args.keep_work,
         feedback=args.feedback,
@@ -74,13 +107,29 @@ def main(argv: list[str] | None = None) -> int:
     out = args.out
     report.write_csv(out / "grades.csv", rows, facts["test_ids"])
     report.write_report(out / "report.md", rows, facts)
+    try:
+        exported = lms.export(rows, facts, layout, out, args.gradebook, args.column, args.feedback == "student")
+    except lms.LmsError as exc:  # grades.csv and the feedback are written: only the LMS files are missing
+        print(f"manyheads grade: no LMS export: {exc}", file=sys.stderr)
+        exported = None
+    else:
+        with open(out / "report.md", "a", encoding="utf-8") as f:
+            f.write("\n".join(lms.report_section(layout, exported, out)) + "\n")
     counts = {s: sum(r.status == s for r in rows) for s in ("graded", "repaired", "failed")}
     print(
         f"{len(rows)} students: {counts['graded']} graded, {counts['repaired']} repaired, {counts['failed']} failed "
         f"in {facts['seconds']:.1f} s; wrote {out / 'grades.csv'}, {out / 'report.md'}, "
         f"{out / FEEDBACK_DIR[args.feedback]}/"
     )
-    return 0
+    if exported is not None:
+        print(
+            f"{lms.LABEL[layout.lms]} ({layout.how}): wrote {exported.grades}"
+            + (f", {exported.feedback_zip}" if exported.feedback_zip else "")
+            + (f", {exported.by_hand}/" if exported.by_hand else "")
+        )
+        for note in exported.notes:
+            print(f"  check: {note}")
+    return 0 if exported is not None else 2
 
 
 if __name__ == "__main__":
