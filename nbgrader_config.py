@@ -17,3 +17,8 @@ c.CourseDirectory.release_directory = "exercises"
 c.Execute.timeout = 60
 # Re-insert grade cells a student deleted (they then score 0 instead of "needs manual grading").
 c.OverwriteCells.add_missing_cells = True
+
+# Every release's header states the own-work rule and what each part must not call (manyheads.course.release).
+from manyheads.course.release import nbgrader_preprocessors  # noqa: E402 (nbgrader runs this file in its venv)
+
+c.GenerateAssignment.preprocessors = nbgrader_preprocessors()

@@ -423,6 +423,8 @@ STUDENTS = [
     "reads_secrets",
     "writes_outside",
     "monkeypatch",
+    *(f"delegates_{route}" for route in corpus.DELEGATING),
+    "delegates_gc",
 ]
 
 

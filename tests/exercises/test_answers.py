@@ -14,6 +14,7 @@ import torch
 from helpers.nbgrader_course import part_by_function, run_hidden_tests, student_namespace
 
 import manyheads as mh
+from manyheads.course.delegation import suspended
 from manyheads.course.exercises import EXERCISES
 
 BY_STEM = {e.stem: e for e in EXERCISES}
@@ -107,7 +108,8 @@ def test_the_package_computes_what_the_solution_computes(stem, what, passed_line
     and hidden tests, as the solution does: the exercise and the chapters that use the package agree."""
     function, computed = cases.PACKAGE[stem][what]
     exercise = BY_STEM[stem]
-    assert _run_check(stem, function, computed) == passed_line[stem, function]
+    with suspended():  # the visible check would refuse the package's computation (the own-work rule), rightly
+        assert _run_check(stem, function, computed) == passed_line[stem, function]
     namespace = {**student_namespace(exercise), function: computed}
     run_hidden_tests(exercise, part_by_function(exercise, function), namespace)
 

@@ -110,6 +110,56 @@ OVERFLOWS = """def softmax(scores):
     return e / e.sum(dim=-1, keepdim=True)"""
 
 
+# Answers that hand Part 2 to the course's own attention, one per route (the own-work rule refuses every one, so the
+# part's 4 points are lost and the report says why); see manyheads.course.delegation.
+DELEGATING = {
+    "direct": """def scaled_dot_product_attention(q, k, v, mask=None):
+    return mh.scaled_dot_product_attention(q, k, v, mask)""",
+    "alias": """from manyheads.attention import scaled_dot_product_attention as attend
+
+
+def scaled_dot_product_attention(q, k, v, mask=None):
+    return attend(q, k, v, mask)""",
+    "wrapper": """def my_attention(q, k, v, mask):
+    return mh.attention.scaled_dot_product_attention(q, k, v, mask=mask)
+
+
+def scaled_dot_product_attention(q, k, v, mask=None):
+    return my_attention(q, k, v, mask)""",
+    "import_inside": """def scaled_dot_product_attention(q, k, v, mask=None):
+    from manyheads.attention import scaled_dot_product_attention as sdpa
+
+    return sdpa(q, k, v, mask)""",
+    "importlib": """import importlib
+
+
+def scaled_dot_product_attention(q, k, v, mask=None):
+    return importlib.import_module("manyheads.attention").scaled_dot_product_attention(q, k, v, mask)""",
+    "sys_modules": """import sys
+
+import manyheads.attention
+
+
+def scaled_dot_product_attention(q, k, v, mask=None):
+    return sys.modules["manyheads.attention"].scaled_dot_product_attention(q, k, v, mask)""",
+    "getattr": """def scaled_dot_product_attention(q, k, v, mask=None):
+    return getattr(mh.attention, "scaled_dot_product_attention")(q, k, v, mask)""",
+    "same_object": "scaled_dot_product_attention = mh.scaled_dot_product_attention",
+}
+# A route a guard inside the kernel cannot close (the garbage collector still holds the original): full points,
+# but the report flags the cell for a human.
+GC_ROUTE = """import gc
+
+import manyheads.analysis.heads
+
+
+def attention_entropy(weights):
+    for o in gc.get_objects():
+        if type(o).__name__ == "function" and o.__name__ == "attention_entropy":
+            if o.__module__ == "manyheads.analysis.heads" and "args" not in o.__code__.co_varnames:
+                return o(weights)"""
+
+
 def hostile_code(out: Path, submissions: Path, marker: str) -> dict[str, str]:
     """Attacks, each printing LEAKED/WROTE when it works and a harmless line when it is stopped.
 
@@ -351,6 +401,28 @@ def build(submissions: Path, out: Path, marker: str = "mh-pwned") -> list[Case]:
         }
     )
     add(Case("monkeypatch", "wrong entropy, patches the visible check the test cell calls", "graded", 6.0), cheat)
+    for route, code in DELEGATING.items():
+        add(
+            Case(
+                f"delegates_{route}",
+                f"Part 2 handed to the course's attention ({route.replace('_', ' ')})",
+                "graded",
+                FULL - 4.0,
+                feedback_has=("DelegationError", "write the computation yourself"),
+                problems_have=("own work: test_scaled_dot_product_attention got no points",),
+            ),
+            answered({"scaled_dot_product_attention": code}),
+        )
+    add(
+        Case(
+            "delegates_gc",
+            "Part 3 fetched from the garbage collector: not closed, flagged",
+            "graded",
+            FULL,
+            problems_have=("own work, look by hand: answer cell attention_entropy: walks the collector's objects",),
+        ),
+        answered({"attention_entropy": GC_ROUTE}),
+    )
     for case in cases:
         for name, content in case.files.items():
             path = submissions / name

@@ -1,7 +1,9 @@
 """Building blocks of the exercises' visible checks (one module per exercise in ``manyheads.checks``).
 
 Each check calls the student's function through :func:`call_student`, so that only ``NotImplementedError`` (an
-unanswered stub) escapes unchanged and every other error says which input caused it.
+unanswered stub) and ``DelegationError`` (the answer calls the course's own implementation of the part: the
+own-work rule of :mod:`manyheads.course.delegation`, applied here as the grader applies it) escape unchanged and
+every other error says which input caused it.
 """
 
 from __future__ import annotations
@@ -13,7 +15,19 @@ from typing import Any
 import torch
 from torch import Tensor
 
-__all__ = ["ATOL", "RTOL", "fixed_randn", "close_to", "max_abs_diff", "call_student", "require_tensor", "report_passed"]
+from manyheads.course.delegation import DelegationError, answering
+
+__all__ = [
+    "ATOL",
+    "RTOL",
+    "fixed_randn",
+    "close_to",
+    "max_abs_diff",
+    "call_student",
+    "expect_value_error",
+    "require_tensor",
+    "report_passed",
+]
 
 # The checks use float64 inputs, so a correct float32 or float64 implementation is far inside these tolerances.
 ATOL = 1e-5
@@ -40,11 +54,30 @@ def call_student(fn: Callable[..., Any], what: str, *args: Any, **kwargs: Any) -
     shows up here and not only in the grade.
     """
     try:
-        return fn(*args, **kwargs)
-    except NotImplementedError:
+        with answering(fn):  # the own-work rule, as the grader applies it (manyheads.course.delegation)
+            return fn(*args, **kwargs)
+    except (NotImplementedError, DelegationError):
         raise
     except Exception as exc:
         raise AssertionError(f"{fn.__name__} raised {type(exc).__name__} on {what}: {exc}") from exc
+
+
+def expect_value_error(fn: Callable[..., Any], what: str, why: str, *args: Any, **kwargs: Any) -> None:
+    """The student's function must raise ValueError (not another error, not nothing) on this input."""
+    try:
+        with answering(fn):
+            result = fn(*args, **kwargs)
+    except (NotImplementedError, DelegationError):
+        raise
+    except ValueError:
+        return
+    except Exception as exc:
+        raise AssertionError(
+            f"{fn.__name__} raised {type(exc).__name__} on {what}, expected a ValueError ({why})"
+        ) from exc
+    raise AssertionError(
+        f"{fn.__name__} returned {type(result).__name__} on {what}, but should raise ValueError: {why}"
+    )
 
 
 def require_tensor(name: str, value: Any) -> Tensor:

@@ -6,9 +6,12 @@
 This is a thin wrapper around ``nbgrader generate_assignment NAME --force --no-db`` run with the course's
 ``nbgrader_config.py`` (source → solutions/, release → exercises/), so the result is exactly what nbgrader itself
 produces; the instructor's own ``nbgrader generate_assignment`` (with the gradebook, before grading) writes the same
-bytes. ``--no-db`` keeps the gradebook, which holds the hidden tests, out of the way. After nbgrader has written a
-release, this module checks what the course relies on (canonical JSON, no outputs, no solution or hidden-test text,
-the Colab set-up cell first, a note that the notebook is generated) and fails loudly otherwise.
+bytes. The configuration replaces nbgrader's header step by :func:`own_work_header` (see
+:func:`nbgrader_preprocessors`): the exercise's header states the own-work rule and names, per part, the package
+functions an answer must not call (from the exercises' descriptions: ``delegation.rule_paragraph``). ``--no-db``
+keeps the gradebook, which holds the hidden tests, out of the way. After nbgrader has written a release, this module
+checks what the course relies on (canonical JSON, no outputs, no solution or hidden-test text, the Colab set-up cell
+first, a note that the notebook is generated) and fails loudly otherwise.
 
 :func:`generate_into` does the same in another course root, which is how the tests compare a fresh release with the
 committed exercises/ without touching the repository.
@@ -17,6 +20,7 @@ committed exercises/ without touching the repository.
 from __future__ import annotations
 
 import argparse
+import functools
 import shutil
 import subprocess
 import sys
@@ -35,6 +39,60 @@ CONFIG_FILE = CourseLayout.CONFIG_FILE
 FORBIDDEN_IN_RELEASE = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS", "MARK SCHEME")
 # Notebook metadata (written in the source, copied by nbgrader) that says the release is generated and from what.
 GENERATED_NOTE_KEY = "manyheads"
+
+
+OWN_WORK_MARK = "**Your own work.**"
+HOW_TO_WORK_MARK = "**How to work.**"
+
+
+def add_own_work_rule(nb: nbformat.NotebookNode, stem: str) -> bool:
+    """Put the own-work paragraph of exercise ``stem`` in the header (after "How to work", else at the end of the
+    first markdown cell), replacing an older one. False if ``stem`` is not a known exercise."""
+    from manyheads.course.delegation import rule_paragraph
+    from manyheads.course.exercises import exercise
+
+    try:
+        paragraph = rule_paragraph(exercise(stem))
+    except KeyError:
+        return False
+    cells = [c for c in nb.cells if c.cell_type == "markdown"]
+    if not cells:
+        return False
+    cell = next((c for c in cells if HOW_TO_WORK_MARK in c.source or OWN_WORK_MARK in c.source), cells[0])
+    blocks = [b for b in cell.source.split("\n\n") if not b.startswith(OWN_WORK_MARK)]
+    at = next((i + 1 for i, b in enumerate(blocks) if b.startswith(HOW_TO_WORK_MARK)), len(blocks))
+    blocks.insert(at, paragraph)
+    cell.source = "\n\n".join(blocks)
+    return True
+
+
+@functools.cache
+def own_work_header() -> type:
+    """The class ``OwnWorkHeader`` (built on first use, so that nbgrader loads only in the processes that run it)."""
+    from nbgrader.preprocessors import IncludeHeaderFooter
+
+    class OwnWorkHeader(IncludeHeaderFooter):
+        """nbgrader's header/footer step, then the own-work rule in the exercise's header."""
+
+        def preprocess(self, nb, resources):
+            nb, resources = super().preprocess(nb, resources)
+            meta = nb.metadata.get(GENERATED_NOTE_KEY, {})
+            stem = meta.get("exercise") if isinstance(meta, dict) else None
+            add_own_work_rule(nb, stem or resources.get("nbgrader", {}).get("assignment", ""))
+            return nb, resources
+
+    OwnWorkHeader.__module__, OwnWorkHeader.__qualname__ = __name__, "OwnWorkHeader"
+    return OwnWorkHeader
+
+
+def nbgrader_preprocessors() -> list:
+    """nbgrader's ``GenerateAssignment.preprocessors`` with its header step replaced by :class:`OwnWorkHeader`
+    (``c.GenerateAssignment.preprocessors = nbgrader_preprocessors()`` in nbgrader_config.py)."""
+    from nbgrader.converters import GenerateAssignment
+    from nbgrader.preprocessors import IncludeHeaderFooter
+
+    steps = list(GenerateAssignment.class_traits()["preprocessors"].default())
+    return [own_work_header() if step is IncludeHeaderFooter else step for step in steps]
 
 
 def assignments(root: Path = REPO_ROOT) -> list[str]:

@@ -29,7 +29,8 @@ def read_csv(path: Path) -> dict[str, dict[str, str]]:
 
 
 def needs_human(row) -> bool:
-    return row.status != "graded" or any(p.startswith("needs a manual look") for p in row.problems)
+    """Failed or repaired, a test nbgrader could not score, or anything about the own-work rule."""
+    return row.status != "graded" or any(p.startswith(("needs a manual look", "own work")) for p in row.problems)
 
 
 def write_report(path: Path, rows, facts: dict) -> None:
@@ -63,6 +64,16 @@ def write_report(path: Path, rows, facts: dict) -> None:
             lines.append(f"| {r.student_id} | {r.status} | {_num(r.score)} | {why} |")
     else:
         lines.append("Nothing: every submission was graded without a repair.")
+    zeroed = [(r.student_id, test, why) for r in rows for test, why in sorted(getattr(r, "zeroed", {}).items())]
+    if zeroed:
+        lines += [
+            "",
+            "## Parts given no points by the own-work rule",
+            "",
+            "The answer called the course's own implementation of the part (evidence: the error its test raised).",
+            "",
+        ]
+        lines += [f"- {student}, {test}: {why}" for student, test, why in zeroed]
     if facts.get("skipped"):
         lines += ["", "## Files that belong to no student (not graded)", ""]
         lines += [f"- `{name}`" for name in facts["skipped"]]

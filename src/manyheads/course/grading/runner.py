@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import queue
+import re
 import shutil
 import sqlite3
 import subprocess
@@ -28,6 +29,7 @@ from pathlib import Path
 
 import nbformat
 
+from manyheads.course import delegation
 from manyheads.course.grading import collect as collect_mod
 from manyheads.course.grading import feedback as feedback_mod
 from manyheads.course.grading import integrity
@@ -53,6 +55,7 @@ class Row:
     notebook: nbformat.NotebookNode | None = None
     feedback: Path | None = None
     repaired: bool = False
+    zeroed: dict[str, str] = field(default_factory=dict)  # test id -> evidence: no points by the own-work rule
 
 
 @dataclass
@@ -61,6 +64,7 @@ class Options:
     timeout: int = 60
     db: str | None = None
     pattern: str | None = None
+    lms: str = "auto"  # the download's layout (lms.py): auto, canvas, moodle, blackboard or generic
     sandbox: bool = True
     keep_work: bool = False
     chunk: int | None = None
@@ -154,10 +158,10 @@ def release_course(source: Path, assignment: str, work: Path, db: str) -> nbform
 
 
 def check_submissions(
-    submissions: Path, release: nbformat.NotebookNode, assignment: str, pattern: str | None
+    submissions: Path, release: nbformat.NotebookNode, assignment: str, pattern: str | None, lms: str = "auto"
 ) -> tuple[list[Row], list[str]]:
     """Collect and check every student's files: one Row each (with the notebook to grade, or failed)."""
-    subs, skipped = collect_mod.collect(submissions, pattern)
+    subs, skipped = collect_mod.collect(submissions, pattern, lms)
     rows = []
     for sub in subs:
         row = Row(sub.student_id, problems=list(sub.problems))
@@ -213,9 +217,15 @@ class _Worker:
         if opts.sandbox:
             rt, scratch = sandbox_mod.runtime_folder(self.root / "sandbox")
             self.rt = rt
-            share = sandbox_mod.prepare(self.root / "sandbox", opts.limits, uid=sandbox_mod.worker_uid(index))
+            share = sandbox_mod.prepare(
+                self.root / "sandbox", opts.limits, uid=sandbox_mod.worker_uid(index), assignment=assignment
+            )
             self.args += sandbox_mod.nbgrader_args(rt)
             self.env = sandbox_mod.environment(share, rt, scratch)
+        else:  # no sandbox: the same launcher (the own-work rule) in a plain kernel
+            share = sandbox_mod.prepare_plain(self.root / "kernel", opts.limits, assignment)
+            self.args.append(f"--Execute.kernel_name={sandbox_mod.PLAIN_KERNEL_NAME}")
+            self.env = {"JUPYTER_PATH": str(share)}
 
     def autograde(self, rows: list[Row]) -> None:
         self.chunks += 1
@@ -305,6 +315,49 @@ def _run_notes(path: Path) -> list[str]:
     return [RUN_NOTES[k] for k in RUN_NOTES if k in hit]
 
 
+OWN_WORK = "own work"  # starts every problem about the own-work rule (report.py lists them for a human)
+
+
+def hidden_helpers(source: nbformat.NotebookNode) -> set[str]:
+    """Names of the functions the hidden tests define (between the HIDDEN TESTS markers of the test cells)."""
+    names: set[str] = set()
+    for cell in source.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if cell.cell_type != "code" or not meta.get("grade") or meta.get("solution"):
+            continue
+        hidden = cell.source.partition("### BEGIN HIDDEN TESTS")[2].partition("### END HIDDEN TESTS")[0]
+        names.update(re.findall(r"^\s*def\s+(\w+)", hidden, flags=re.MULTILINE))
+    return names
+
+
+def student_cells(nb: nbformat.NotebookNode, release: nbformat.NotebookNode) -> list[tuple[str, str]]:
+    """(label, source) of the code the student wrote: answer and extra cells, not the course's cells as released."""
+    course = {c.source.strip() for c in release.cells if c.cell_type == "code"}
+    found = []
+    for i, cell in enumerate(nb.cells):
+        meta = cell.metadata.get("nbgrader", {})
+        if cell.cell_type != "code" or meta.get("locked") or meta.get("grade") or cell.source.strip() in course:
+            continue
+        found.append(
+            (f"answer cell {meta['grade_id']}" if meta.get("grade_id") else f"extra cell {i + 1}", cell.source)
+        )
+    return found
+
+
+def own_work(row: Row, graded: Path, test_ids: list[str], helpers: set[str], release: nbformat.NotebookNode) -> None:
+    """Add to ``row`` the parts given no points by the own-work rule (with the evidence the kernel left in the
+    graded notebook), refusals the answer caught, and the ways around the rule the guard cannot close."""
+    zeroed, caught = delegation.delegations(nbformat.read(graded, as_version=4), test_ids)
+    row.zeroed = zeroed
+    row.problems += [f"{OWN_WORK}: {test} got no points: {why}" for test, why in zeroed.items()]
+    row.problems += [f"{OWN_WORK}: a refusal was caught by the answer ({line})" for line in caught]
+    if row.notebook is not None:
+        row.problems += [
+            f"{OWN_WORK}, look by hand: {note}"
+            for note in delegation.open_routes(student_cells(row.notebook, release), helpers)
+        ]
+
+
 def merge_sqlite(target: Path, sources: list[Path]) -> None:
     """Merge worker gradebooks into ``target`` (a copy of the master gradebook): every row once, in FK order."""
     from nbgrader.api import Base
@@ -337,8 +390,9 @@ def grade(
     master = work / "course"
     db = normalise_db(opts.db) if opts.db else f"sqlite:///{master / 'gradebook.db'}"
     release = release_course(source, assignment, master, db)
+    helpers = hidden_helpers(nbformat.read(master / "solutions" / assignment / f"{assignment}.ipynb", as_version=4))
     feedback_mod.configure(master / CONFIG_FILE, opts.feedback)  # the workers copy it
-    rows, skipped = check_submissions(submissions, release, assignment, opts.pattern)
+    rows, skipped = check_submissions(submissions, release, assignment, opts.pattern, opts.lms)
     todo = [r for r in rows if r.notebook is not None]
     jobs = max(1, min(opts.jobs, len(todo)))
     workers = [_Worker(i, master, work, assignment, db, opts) for i in range(jobs)]
@@ -405,6 +459,7 @@ def grade(
         if pending:
             row.problems.append(f"needs a manual look: no automatic score for {', '.join(pending)}")
         row.problems += _run_notes(worker.autograded(row))
+        own_work(row, worker.autograded(row), test_ids, helpers, release)
         row.score = float(sum(v or 0.0 for v in row.tests.values()))
         row.max_score = float(sum(points.values()))
         row.status = "repaired" if row.repaired else "graded"

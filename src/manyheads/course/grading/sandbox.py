@@ -11,7 +11,9 @@
   no capabilities (``setpriv``), so the process limit of one student's kernel is not shared with another's;
 * limits: address space (memory), CPU seconds, processes, file size, open files, no core dumps; every output stream
   of the kernel is cut after ``output_limit`` bytes (``launcher.py``), and nbgrader's per-cell timeout interrupts
-  with a message (``interrupt_mode: message``: a signal would not cross the PID namespace).
+  with a message (``interrupt_mode: message``: a signal would not cross the PID namespace);
+* before any student cell the launcher applies the own-work rule of the assignment being graded
+  (:mod:`manyheads.course.delegation`); :func:`prepare_plain` is the same launcher without the sandbox.
 
 The kernel and nbgrader talk over Unix sockets (``KernelManager.transport=ipc``) in a per-worker runtime folder,
 which works across network namespaces. See :func:`nbgrader_args` and :func:`environment`.
@@ -73,9 +75,21 @@ def write(self, text):
         text = text[: LIMIT - used] + "\\n[output cut by the grader after {limit} characters]\\n"
     return _write(self, text)
 iostream.OutStream.write = write
-from ipykernel import kernelapp
+{guard}from ipykernel import kernelapp
 kernelapp.launch_new_instance()
 '''
+# Before any student cell: the own-work rule for the assignment being graded (manyheads.course.delegation).
+GUARD = """from manyheads.course.delegation import refuse_delegation
+refuse_delegation({assignment!r})
+del refuse_delegation
+"""
+PLAIN_KERNEL_NAME = "manyheads-grading"
+
+
+def launcher(limits: Limits = Limits(), assignment: str | None = None) -> str:
+    """The kernel launcher's source: output limits, then the own-work rule for ``assignment`` (if given)."""
+    guard = GUARD.format(assignment=assignment) if assignment else ""
+    return LAUNCHER.format(limit=limits.output_limit, guard=guard)
 
 
 def available() -> str | None:
@@ -116,15 +130,18 @@ def _outermost(paths: list[str]) -> list[str]:
     return [p for p in paths if not any(p != q and p.startswith(q.rstrip("/") + "/") for q in paths)]
 
 
-def prepare(folder: Path, limits: Limits = Limits(), uid: int = SANDBOX_UID_BASE) -> Path:
+def prepare(
+    folder: Path, limits: Limits = Limits(), uid: int = SANDBOX_UID_BASE, assignment: str | None = None
+) -> Path:
     """Write the kernel spec (under ``folder/share/jupyter/kernels``) and its launcher; return the share folder.
 
-    As root the kernels run as ``uid``; otherwise as the user who grades.
+    As root the kernels run as ``uid``; otherwise as the user who grades. With ``assignment``, every kernel applies
+    the own-work rule of that exercise before the notebook's first cell.
     """
     folder = Path(folder).resolve()
     spec_dir = folder / "share" / "jupyter" / "kernels" / KERNEL_NAME
     spec_dir.mkdir(parents=True, exist_ok=True)
-    (spec_dir / "launcher.py").write_text(LAUNCHER.format(limit=limits.output_limit), encoding="utf-8")
+    (spec_dir / "launcher.py").write_text(launcher(limits, assignment), encoding="utf-8")
     as_root = os.geteuid() == 0
     ro = _outermost(_ro_binds() + [str(spec_dir)])
     # bwrap creates missing parents of mount points with mode 0700, which the sandbox user cannot cross: make them 0755.
@@ -201,6 +218,27 @@ exec 2>>"$MANYHEADS_SCRATCH/../kernel.log" \\
                 "display_name": "Python 3 (manyheads sandbox)",
                 "language": "python",
                 "interrupt_mode": "message",
+            },
+            indent=1,
+        ),
+        encoding="utf-8",
+    )
+    return folder / "share" / "jupyter"
+
+
+def prepare_plain(folder: Path, limits: Limits = Limits(), assignment: str | None = None) -> Path:
+    """Without the sandbox (``--no-sandbox``): a kernel spec that only runs the launcher (output limits and the
+    own-work rule), so that grades do not depend on the sandbox. Returns the share folder."""
+    folder = Path(folder).resolve()
+    spec_dir = folder / "share" / "jupyter" / "kernels" / PLAIN_KERNEL_NAME
+    spec_dir.mkdir(parents=True, exist_ok=True)
+    (spec_dir / "launcher.py").write_text(launcher(limits, assignment), encoding="utf-8")
+    (spec_dir / "kernel.json").write_text(
+        json.dumps(
+            {
+                "argv": [sys.executable, str(spec_dir / "launcher.py"), "-f", "{connection_file}"],
+                "display_name": "Python 3 (manyheads grading)",
+                "language": "python",
             },
             indent=1,
         ),
