@@ -114,7 +114,13 @@ def test_chapter_executes_without_errors(book, run_times, chapter):
 # The pages
 
 # Chapters whose live view (manyheads.viz.live.figure_widget) shows a figure; chapter 3's shows a table.
-FIGURE_WIDGETS = {"01_single_head_bottleneck", "02_subspaces", "04_specialization", "06_meet_a_decoder"}
+FIGURE_WIDGETS = {
+    "01_single_head_bottleneck",
+    "02_subspaces",
+    "04_specialization",
+    "06_meet_a_decoder",
+    "06_layer_hierarchy",
+}
 
 
 def _html(book: Build, stem_path: str) -> str:

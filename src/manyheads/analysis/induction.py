@@ -11,7 +11,9 @@ Elhage et al. 2021). Layers count from 0 here; the papers' layers 1 and 2 are la
   loop and records the phase change (losses on both copies, the scores) and, if asked, checkpoints;
 * :func:`repeat_metrics` measures a model on fixed probe batches (:func:`probe_batches`), under any intervention;
 * :func:`composition_test` removes the previous-token head's output from only the queries, keys or values of
-  layer 1 and reports what is left of the induction score and of the second copy's loss.
+  layer 1 and reports what is left of the induction score and of the second copy's loss;
+* :func:`train_in_background` trains several seeds at once, each in its own process (the loop runs on one thread,
+  so two seeds on two cores take about the time of one), while the caller goes on with other work.
 
 The induction score here is the mean over the second copy's queries of the weight on the target key, so a perfect
 induction head scores 1 (TransformerLens's detector divides by the whole pattern instead, and tops out near 0.5 on
@@ -20,9 +22,13 @@ these inputs; facts §22).
 
 from __future__ import annotations
 
+import inspect
+import io
 import math
+import multiprocessing
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 
 import torch
@@ -44,6 +50,8 @@ __all__ = [
     "InductionRun",
     "train_induction_model",
     "composition_test",
+    "BackgroundRuns",
+    "train_in_background",
 ]
 
 
@@ -257,3 +265,54 @@ def composition_test(model: AttentionOnlyTransformer, probes: dict[int, Tensor],
     for path in COMPOSITION_PATHS:
         results[path] = repeat_metrics(model, probes, remove=[HeadPath(layer, head, path) for layer, head in pairs])
     return results
+
+
+def _train_to_bytes(kwargs: dict) -> bytes:
+    """Worker side of :func:`train_in_background`: one run, serialised with torch.save (plain bytes cross the
+    process boundary without torch's shared-memory tensor passing)."""
+    run = train_induction_model(**kwargs, progress=False)
+    buffer = io.BytesIO()
+    torch.save(run, buffer)
+    return buffer.getvalue()
+
+
+class BackgroundRuns:
+    """Runs of :func:`train_induction_model` under way in worker processes; :meth:`results` waits for them."""
+
+    def __init__(self, futures: list[Future]) -> None:
+        self._futures = futures
+
+    def done(self) -> bool:
+        """Whether every run has finished."""
+        return all(f.done() for f in self._futures)
+
+    def results(self) -> list[InductionRun]:
+        """The finished runs, in the order of the jobs (waits for those still training; re-raises a worker's error)."""
+        return [torch.load(io.BytesIO(f.result()), weights_only=False) for f in self._futures]
+
+
+def train_in_background(jobs: Sequence[Mapping], processes: int = 2) -> BackgroundRuns:
+    """Start :func:`train_induction_model` once per job, ``processes`` at a time, each in its own process (chapter 6).
+
+    ``jobs``: keyword arguments of :func:`train_induction_model`, one mapping per run (e.g. ``{"seed": 1,
+    "snapshot_every": 100}``, ``{"seed": 0, "n_layers": 1}``); ``progress`` is always off. Returns at once; call
+    ``.results()`` for the :class:`InductionRun` objects, in the order of ``jobs``, identical to training each job
+    here (same seeds, same CPU arithmetic). Workers are started fresh ("spawn"), so this works from a notebook; a
+    script must call it under ``if __name__ == "__main__":``, since each worker imports the script first.
+    """
+    jobs = [dict(job) for job in jobs]
+    if not jobs:
+        raise ValueError("jobs is empty: give one dict of train_induction_model arguments per run")
+    allowed = set(inspect.signature(train_induction_model).parameters) - {"progress"}
+    for job in jobs:
+        if set(job) - allowed:
+            raise ValueError(
+                f"unsupported train_induction_model arguments {sorted(set(job) - allowed)}; a job takes "
+                f"{sorted(allowed)}"
+            )
+    if isinstance(processes, bool) or not isinstance(processes, int) or processes < 1:
+        raise ValueError(f"processes must be a positive int, got {processes!r}")
+    executor = ProcessPoolExecutor(min(processes, len(jobs)), mp_context=multiprocessing.get_context("spawn"))
+    futures = [executor.submit(_train_to_bytes, job) for job in jobs]
+    executor.shutdown(wait=False)  # the submitted runs go on; the workers exit when they are done
+    return BackgroundRuns(futures)
