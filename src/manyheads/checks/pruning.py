@@ -22,25 +22,9 @@ import torch
 from torch import Tensor
 
 from manyheads.checks.core import call_student, close_to, fixed_randn, max_abs_diff, report_passed, require_tensor
+from manyheads.checks.core import expect_value_error as _expect_value_error
 
 __all__ = ["check_ablate_heads", "check_gate_importance", "check_prune_mask"]
-
-
-def _expect_value_error(fn: Callable[..., Any], what: str, why: str, *args: Any, **kwargs: Any) -> None:
-    """The student's function must raise ValueError (not another error, not nothing) on this input."""
-    try:
-        result = fn(*args, **kwargs)
-    except NotImplementedError:
-        raise
-    except ValueError:
-        return
-    except Exception as exc:
-        raise AssertionError(
-            f"{fn.__name__} raised {type(exc).__name__} on {what}, expected a ValueError ({why})"
-        ) from exc
-    raise AssertionError(
-        f"{fn.__name__} returned {type(result).__name__} on {what}, but should raise ValueError: {why}"
-    )
 
 
 # ------------------------------------------------------------------------------------------------------------------
