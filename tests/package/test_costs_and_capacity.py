@@ -61,7 +61,7 @@ def test_head_dim_takes_numpy_and_torch_integers_and_returns_a_python_int(d_mode
         lambda: mha_param_count(512.0, 8),
         lambda: attention_flops(512, 8, 128.0),
         lambda: attention_matrix_bytes(8, "128"),
-        lambda: kv_cache_bytes(8, 64.0, 100),
+        lambda: kv_cache_bytes(1, 8, 64.0, 100),
         lambda: head_budget(512, 8, seq_len=1024.0),
         lambda: divisors(12.0),
     ],
@@ -151,18 +151,18 @@ def test_memory_formulas_against_real_tensors():
     _, weights = mha(torch.randn(3, 10, 32))
     assert attention_matrix_bytes(4, 10, batch=3) == weights.numel() * weights.element_size()
     # Llama-2-7B: 32 layers, 32 KV heads of 128, 4096 tokens, fp16: 2 GiB per sequence.
-    assert kv_cache_bytes(32, 128, 4096, n_layers=32) == 2 * 2**30
+    assert kv_cache_bytes(32, 32, 128, 4096) == 2 * 2**30
     k = torch.zeros(2, 8, 100, 64, dtype=torch.float16)  # (batch, n_kv_heads, seq, d_head)
-    assert kv_cache_bytes(8, 64, 100, batch=2) == 2 * k.numel() * k.element_size()
+    assert kv_cache_bytes(1, 8, 64, 100, batch=2) == 2 * k.numel() * k.element_size()
     with pytest.raises(ValueError, match="seq_len must be a positive integer"):
-        kv_cache_bytes(8, 64, 0)
+        kv_cache_bytes(1, 8, 64, 0)
 
 
 def test_head_budget_combines_the_formulas_and_rejects_invalid_configurations():
     b = head_budget(512, 8, n_kv_heads=2, seq_len=1024)
     assert (b.d_head, b.n_kv_heads) == (64, 2)
     assert b.params == mha_param_count(512, 8, n_kv_heads=2)
-    assert b.kv_cache_bytes == kv_cache_bytes(2, 64, 1024) and b.low_rank_bottleneck
+    assert b.kv_cache_bytes == kv_cache_bytes(1, 2, 64, 1024) and b.low_rank_bottleneck
     assert head_budget(512, 8, seq_len=64).low_rank_bottleneck is False
     assert head_budget(512, 8).n_kv_heads == 8
     with pytest.raises(ValueError, match="does not divide d_model"):

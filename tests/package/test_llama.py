@@ -244,7 +244,7 @@ def test_the_kv_cache_holds_what_the_formula_says(decoder):
     batch, seq = ids.shape
     out = model(ids, attention_mask=mask, use_cache=True)
     per_token = 2 * 30 * 3 * 64 * 4  # 46,080 bytes: K and V, 30 layers, 3 K/V heads of 64 floats
-    assert kv_cache_nbytes(out.past_key_values) == per_token * batch * seq == kv_cache_bytes(3, 64, seq, batch, 30, 4)
+    assert kv_cache_nbytes(out.past_key_values) == per_token * batch * seq == kv_cache_bytes(30, 3, 64, seq, batch, 4)
     for step in range(1, 4):  # each generated token adds one position per row
         mask = torch.cat([mask, torch.ones(batch, 1, dtype=torch.long)], 1)
         next_ids = out.logits[:, -1:].argmax(-1)

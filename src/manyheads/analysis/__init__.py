@@ -9,6 +9,7 @@
 :mod:`~manyheads.analysis.pruning` (ablation maps, head importance, pruning curves on MiniLM's tasks; chapter 5),
 :mod:`~manyheads.analysis.symmetry` (heads that start identical stay identical; chapter 5),
 :mod:`~manyheads.analysis.speed` (heads removed vs masked: tokens per second; chapter 5),
+:mod:`~manyheads.analysis.kv_cache` (the decoder's KV cache measured: bytes and tokens per second; chapter 7),
 :mod:`~manyheads.analysis.layers` (per-layer metrics: distance, sinks, previous-token and positional heads, rollout;
 chapter 6), :mod:`~manyheads.analysis.induction` (induction scores and the from-scratch induction experiment;
 chapter 6).

@@ -61,6 +61,10 @@ def head_budget_html(
         ("forward FLOPs" + layers, f"{format_count(b.flops)}, of which softmax {format_count(b.softmax_flops)}"),
         ("attention weights, float32" + layers, format_bytes(b.attention_matrix_bytes)),
         ("KV cache, 16-bit" + layers, format_bytes(b.kv_cache_bytes)),
+        (
+            "KV cache with one K/V head per query head",
+            f"{format_bytes(b.kv_cache_bytes * b.n_heads // b.n_kv_heads)} ({b.n_heads // b.n_kv_heads}× this one)",
+        ),
         ("low-rank bottleneck (d_head < n)?", bottleneck),
     ]
     body = "".join(f"<tr><td>{k}</td><td>{v}</td></tr>" for k, v in rows)
@@ -72,9 +76,10 @@ def head_budget_html(
 
 
 def head_budget_widget(
-    d_model: int = 512, n_heads: int = 8, n_kv_heads: int = 8, seq_len: int = 1024, n_layers: int = 1
+    d_model: int = 512, n_heads: int = 8, n_kv_heads: int = 8, seq_len: int = 1024, n_layers: int = 1, batch: int = 1
 ) -> widgets.VBox:
-    """Live explorer: type a configuration and the table updates (chapter 3). Static pages show the defaults."""
+    """Live explorer: type a configuration and the table updates (chapter 3; chapter 7 starts it at a real decoder's
+    shape, with K/V heads, context length and batch). Static pages show the defaults."""
     style = {"description_width": "110px"}
 
     def box(value, description, maximum):
@@ -89,6 +94,7 @@ def head_budget_widget(
         n_kv_heads=box(n_kv_heads, "n_kv_heads", 4096),
         seq_len=box(seq_len, "sequence length", 1_048_576),
         n_layers=box(n_layers, "layers", 256),
+        batch=box(batch, "batch", 4096),
     )
 
 

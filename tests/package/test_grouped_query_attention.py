@@ -1,0 +1,241 @@
+"""Grouped-query attention (chapter 7): the attention itself, converting K/V heads, and the KV cache measured."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import manyheads as mh
+from manyheads.attention import MultiHeadAttention, merge_heads, split_heads
+from manyheads.costs import PUBLISHED_MODELS, kv_cache_bytes
+from manyheads.models.llama import LlamaConfig, LlamaDecoder, kv_cache_nbytes
+
+
+def _has_enable_gqa() -> bool:
+    """torch >= 2.5 takes enable_gqa (a builtin: its signature is in the docstring, not inspectable)."""
+    try:
+        q = torch.zeros(1, 2, 1, 4)
+        F.scaled_dot_product_attention(q, q[:, :1], q[:, :1], enable_gqa=True)
+    except TypeError:
+        return False
+    return True
+
+
+HAS_ENABLE_GQA = _has_enable_gqa()
+
+
+def _tiny_decoder(n_heads: int = 6, n_kv_heads: int = 2, seed: int = 0) -> LlamaDecoder:
+    torch.manual_seed(seed)
+    config = LlamaConfig(
+        vocab_size=50, d_model=48, d_ff=64, n_layers=2, n_heads=n_heads, n_kv_heads=n_kv_heads, d_head=8,
+        rms_norm_eps=1e-6, rope_theta=10000.0, bos_token_id=1,
+    )  # fmt: skip
+    return LlamaDecoder(config).eval()
+
+
+def _masks(batch: int, seq: int) -> list[torch.Tensor | None]:
+    padding = torch.ones(batch, seq, dtype=torch.bool)
+    padding[0, :2] = False
+    causal = mh.causal_mask(seq)
+    return [None, causal, mh.padding_mask(padding), causal & mh.padding_mask(padding)]
+
+
+@pytest.mark.skipif(not HAS_ENABLE_GQA, reason="this torch's scaled_dot_product_attention has no enable_gqa")
+@pytest.mark.parametrize("n_kv_heads", [1, 2, 4, 8])
+def test_gqa_equals_torch_sdpa_with_enable_gqa(n_kv_heads):
+    torch.manual_seed(n_kv_heads)
+    mha = MultiHeadAttention(64, 8, n_kv_heads=n_kv_heads).eval()
+    x = torch.randn(2, 7, 64)
+    q = split_heads(mha.W_q(x), 8)
+    k, v = split_heads(mha.W_k(x), n_kv_heads), split_heads(mha.W_v(x), n_kv_heads)
+    for mask in _masks(2, 7):
+        out, weights = mha(x, mask=mask)
+        reference = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)
+        torch.testing.assert_close(out, mha.W_o(merge_heads(reference)), atol=1e-5, rtol=1e-5)
+        assert weights.shape == (2, 8, 7, 7)
+
+
+@pytest.mark.parametrize("n_kv_heads", [1, 3])
+def test_grouped_attention_equals_repeating_each_kv_head(n_kv_heads):
+    """The grouped path (no copy of K and V) gives the numbers of repeat_interleave + attention, weights included."""
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(36, 6, n_kv_heads=n_kv_heads, d_value=5).eval()
+    x, memory = torch.randn(3, 4, 36), torch.randn(3, 9, 36)  # seq_q != seq_k
+    q = split_heads(mha.W_q(x), 6)
+    k, v = split_heads(mha.W_k(memory), n_kv_heads), split_heads(mha.W_v(memory), n_kv_heads)
+    group = 6 // n_kv_heads
+    mask = torch.rand(3, 1, 4, 9) > 0.3
+    mask[..., 0] = True
+    expected, expected_weights = mh.scaled_dot_product_attention(
+        q, k.repeat_interleave(group, 1), v.repeat_interleave(group, 1), mask
+    )
+    out, weights = mha(x, memory, memory, mask=mask)
+    torch.testing.assert_close(weights, expected_weights, atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(out, mha.W_o(merge_heads(expected)), atol=1e-6, rtol=1e-5)
+
+
+def test_repeating_kv_heads_keeps_the_decoder_logits_and_multiplies_the_cache():
+    decoder = _tiny_decoder(n_heads=6, n_kv_heads=2)
+    ids = torch.randint(2, 50, (2, 11), generator=torch.Generator().manual_seed(1))
+    repeated = mh.repeat_kv_heads(decoder, 6)
+    with torch.no_grad():
+        before, after = decoder(ids, use_cache=True), repeated(ids, use_cache=True)
+    torch.testing.assert_close(after.logits, before.logits, atol=1e-5, rtol=1e-5)
+    assert kv_cache_nbytes(after.past_key_values) == 3 * kv_cache_nbytes(before.past_key_values)
+    assert repeated.config.n_kv_heads == 6 and decoder.config.n_kv_heads == 2  # the original is untouched
+    assert all(layer.attention.W_k.out_features == 6 * 8 for layer in repeated.layers)
+    # Grouping the repeated copy back gives the original's K/V weights: exactly by first head, to rounding by mean.
+    first, mean = mh.group_kv_heads(repeated, 2, "first"), mh.group_kv_heads(repeated, 2, "mean")
+    for one, other, theirs in zip(first.layers, mean.layers, decoder.layers):
+        for name in ("W_k", "W_v"):
+            assert torch.equal(getattr(one.attention, name).weight, getattr(theirs.attention, name).weight)
+            torch.testing.assert_close(getattr(other.attention, name).weight, getattr(theirs.attention, name).weight)
+
+
+def _with_equal_heads_in_groups(mha: MultiHeadAttention, group: int) -> None:
+    """Make the K/V heads of each group of ``group`` consecutive heads equal (weights and biases)."""
+    with torch.no_grad():
+        for linear in (mha.W_k, mha.W_v):
+            n = linear.out_features // mha.d_head
+            w = linear.weight.view(n // group, group, mha.d_head, -1)
+            w.copy_(w[:, :1].expand_as(w))
+            b = linear.bias.view(n // group, group, mha.d_head)
+            b.copy_(b[:, :1].expand_as(b))
+
+
+@pytest.mark.parametrize("method", ["mean", "first"])
+def test_grouping_is_exact_when_the_heads_of_each_group_are_already_equal(method):
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(32, 8).eval()
+    _with_equal_heads_in_groups(mha, group=4)
+    x = torch.randn(2, 6, 32)
+    grouped = mh.group_kv_heads(mha, 2, method)
+    assert (grouped.n_kv_heads, grouped.W_k.out_features, mha.n_kv_heads) == (2, 8, 8)
+    out, weights = grouped(x, mask=mh.causal_mask(6))
+    expected, expected_weights = mha(x, mask=mh.causal_mask(6))
+    torch.testing.assert_close(out, expected, atol=1e-6, rtol=1e-5)
+    torch.testing.assert_close(weights, expected_weights, atol=1e-6, rtol=1e-5)
+
+
+def test_mean_pooling_averages_each_group_and_first_keeps_its_first_head():
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(24, 6)
+    blocks = mha.W_k.weight.detach().view(6, 4, 24)
+    biases = mha.W_v.bias.detach().view(6, 4)
+    mean, first = mh.group_kv_heads(mha, 3, "mean"), mh.group_kv_heads(mha, 3, "first")
+    torch.testing.assert_close(mean.W_k.weight.view(3, 4, 24), blocks.view(3, 2, 4, 24).mean(1))
+    torch.testing.assert_close(mean.W_v.bias.view(3, 4), biases.view(3, 2, 4).mean(1))
+    assert torch.equal(first.W_k.weight.view(3, 4, 24), blocks[::2])
+    assert not torch.allclose(mean(torch.randn(1, 3, 24))[0], mha(torch.randn(1, 3, 24))[0])
+
+
+def test_random_grouping_moves_query_heads_with_their_kv_heads_and_keeps_head_numbers():
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(32, 8).eval()
+    x = torch.randn(2, 5, 32)
+    shuffled = mh.group_kv_heads(mha, 8, "random", seed=3)  # groups of one head: only the order changes
+    assert sorted(shuffled.head_ids) == list(range(8)) and shuffled.head_ids != tuple(range(8))
+    torch.testing.assert_close(shuffled(x)[0], mha(x)[0], atol=1e-6, rtol=1e-5)
+    gates = torch.ones(1, 8)
+    gates[0, 5] = 0.0  # head 5 in the original numbering, wherever it now sits
+    with mh.gated(mha, gates), mh.gated(shuffled, gates):
+        torch.testing.assert_close(shuffled(x)[0], mha(x)[0], atol=1e-6, rtol=1e-5)
+    # Same seed, same grouping; another seed, another one.
+    assert mh.group_kv_heads(mha, 2, "random", seed=3).head_ids == mh.group_kv_heads(mha, 2, "random", seed=3).head_ids
+    assert mh.group_kv_heads(mha, 2, "random", seed=3).head_ids != mh.group_kv_heads(mha, 2, "random", seed=4).head_ids
+
+
+def test_conversions_refuse_impossible_head_counts_with_a_reason():
+    mha = MultiHeadAttention(32, 8)
+    with pytest.raises(ValueError, match="cannot be split into 3 equal groups"):
+        mh.group_kv_heads(mha, 3)
+    with pytest.raises(ValueError, match="method must be one of"):
+        mh.group_kv_heads(mha, 2, method="median")
+    with pytest.raises(ValueError, match="positive int"):
+        mh.group_kv_heads(mha, 2.0)
+    with pytest.raises(ValueError, match="multiple of 2 that divides 8"):
+        mh.repeat_kv_heads(MultiHeadAttention(32, 8, n_kv_heads=2), 6)
+    with pytest.raises(ValueError, match="to add K/V heads use repeat_kv_heads"):
+        mh.group_kv_heads(MultiHeadAttention(32, 8, n_kv_heads=2), 4)
+    with mh.gated(mha, torch.ones(1, 8)), pytest.raises(RuntimeError, match="outside the block"):
+        mh.group_kv_heads(mha, 2)
+
+
+def test_decoding_speed_measures_the_bytes_the_formula_gives():
+    decoder = _tiny_decoder(n_heads=6, n_kv_heads=2)
+    for model in (decoder, mh.repeat_kv_heads(decoder, 6), mh.group_kv_heads(decoder, 1)):
+        records = mh.decoding_speed(model, [5, 17], steps=2, warmup=1)
+        n_kv = model.config.n_kv_heads
+        assert [(r.context, r.n_kv_heads) for r in records] == [(5, n_kv), (17, n_kv)]
+        for r in records:
+            assert r.cache_bytes == r.formula_bytes == kv_cache_bytes(2, n_kv, 8, r.context + 3, 1, 4)
+            assert r.tokens_per_s > 0
+    headers, rows = mh.decoding_table(records)
+    assert len(headers) == len(rows[0]) and len(rows) == 2
+    with pytest.raises(ValueError, match="positive ints"):
+        mh.decoding_speed(decoder, [0])
+
+
+def test_published_models_give_the_fact_sheets_cache_sizes():
+    by_name = {m.name: m for m in PUBLISHED_MODELS}
+    # facts.md §19, batch 1, 16-bit: bytes per token.
+    assert by_name["Llama 2 7B"].cache_bytes(1) == 524_288
+    assert by_name["Llama 2 70B"].cache_bytes(1) == 327_680
+    assert by_name["Llama 3 8B"].cache_bytes(1) == 131_072
+    assert by_name["SmolLM2-135M-Instruct"].cache_bytes(1) == 23_040
+    assert by_name["Llama 2 7B"].cache_bytes(4096) == 2 * 2**30
+    # facts.md §18: DeepSeek-V2's MLA caches 576 elements per layer, 34,560 per token: "GQA with 2.25 groups".
+    mla = by_name["DeepSeek-V2"]
+    assert mla.elements_per_token == 34_560 and mla.latent_width / (2 * mla.d_head) == 2.25
+    assert [m.attention for m in PUBLISHED_MODELS] == ["MHA", "MHA", "GQA", "GQA", "GQA", "MLA"]
+    assert all(m.source for m in PUBLISHED_MODELS)
+
+
+def test_conversion_scores_run_the_converted_model_on_the_tasks_items():
+    """The unconverted model scores the task's own metric with cosine 1; a converted one is scored by its own run."""
+    from manyheads.analysis import pruning
+    from manyheads.models.bert import BertConfig, BertEncoder
+    from manyheads.models.checkpoints import model_dir
+    from manyheads.models.tokenizer import Tokenizer
+
+    tokenizer = Tokenizer.from_dir(model_dir(None))
+    torch.manual_seed(0)
+    encoder = BertEncoder(BertConfig(vocab_size=tokenizer.vocab_size, d_model=32, n_layers=2, n_heads=4, d_ff=64))
+    texts = ["A gripping film.", "Dull and far too long.", "An instant classic.", "A mess.", "Smart, warm, honest."]
+    sims = torch.rand(5, 5, generator=torch.Generator().manual_seed(1))
+    task = pruning.lee_similarity_task(encoder.eval(), tokenizer, texts, (sims + sims.T) / 2, max_tokens=8)
+    reference = [task.embeddings(task.ones())]
+    (rho,), cosine = mh.conversion_scores(encoder, [task], reference)
+    assert rho == task.score(task.ones()) and cosine == pytest.approx(1.0, abs=1e-6)
+    converted = mh.group_kv_heads(encoder, 1, "first")
+    (rho_1,), cosine_1 = mh.conversion_scores(converted, [task], reference)
+    other = pruning.lee_similarity_task(converted, tokenizer, texts, (sims + sims.T) / 2, max_tokens=8)
+    assert rho_1 == other.score(other.ones()) and cosine_1 < 0.999
+    assert task.model is encoder  # the task itself still runs the original
+    with pytest.raises(ValueError, match="one reference"):
+        mh.conversion_scores(encoder, [task], [])
+
+
+def test_uptrain_converts_then_trains_and_reports_the_recovered_share():
+    from manyheads.data import TwoRelationTask
+    from manyheads.models import TinyAttentionModel
+    from manyheads.training import TrainConfig, train
+
+    toy = TwoRelationTask(vocab_size=8, seq_len=8, offsets=(1, 2))
+    pretrained = train(
+        lambda: TinyAttentionModel.for_task(toy, 16, 4),
+        toy,
+        TrainConfig(steps=60, seed=0),
+        device="cpu",
+        progress=False,
+    ).model
+    run = mh.uptrain(pretrained, toy, 1, steps=(3, 30), config=TrainConfig(lr=3e-3, seed=1, eval_every=10))
+    assert run.n_kv_heads == 1 and run.steps == (3, 30) and len(run.after) == 2
+    assert run.curve_steps == [0, 10, 20, 30] and len(run.curve_accuracy) == 4
+    assert pretrained.attention.n_kv_heads == 4  # converted copies only
+    # The recovered share is (converted loss - after) / (converted loss - original loss), for each run.
+    lost = run.converted[0] - run.original[0]
+    assert run.recovered(0) == pytest.approx((run.converted[0] - run.after[0][0]) / lost)
+    assert run.recovered(1) == pytest.approx((run.converted[0] - run.after[1][0]) / lost)
+    assert run.after[1][0] < run.converted[0]  # thirty steps of training lower the converted model's loss
