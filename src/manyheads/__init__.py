@@ -8,10 +8,10 @@ Organised by responsibility, one job per module (each module's docstring names t
 * ``training``: the one training loop;
 * ``interventions``: gates, zero and mean ablation, gate gradients and head removal for any course model;
 * ``models/``: ``tiny`` (toy models), ``bert`` (the pretrained encoder), ``checkpoints``, ``gguf_file`` (the
-  decoder's weights), ``tokenizer``;
+  decoder's weights), ``kv_heads`` (K/V heads grouped or repeated), ``tokenizer``;
 * ``data/``: synthetic tasks, the shipped probe sets and ``corpora`` (verified data files from registry packages);
 * ``analysis/``: ``collect``, ``heads``, ``probing``, ``circuits``, ``capacity``, ``symmetry``, ``speed``,
-  ``language_model``;
+  ``language_model``, ``kv_cache``;
 * ``viz/``: ``plots``, ``tables``, ``live``, ``widgets``, ``attention_views``;
 * ``checks/``: the exercises' visible checks, ``mh.checks.check_<part>``;
 * ``course/``: the course layout, exercise descriptions, notebook hygiene, releases and ``manyheads grade``.
@@ -63,6 +63,7 @@ _NAMES = {
     "RepeatLoss": "manyheads.analysis.language_model",
     "TextLoss": "manyheads.analysis.language_model",
     "gguf_bos_id": "manyheads.analysis.language_model",
+    "layer_ablation_losses": "manyheads.analysis.language_model",
     "next_token_losses": "manyheads.analysis.language_model",
     "ordinary_token_ids": "manyheads.analysis.language_model",
     "real_vs_shuffled_loss": "manyheads.analysis.language_model",
@@ -123,6 +124,12 @@ _NAMES = {
     "relation_accuracy": "manyheads.analysis.probing",
     "relation_counts": "manyheads.analysis.probing",
     "relation_table": "manyheads.analysis.probing",
+    "DecodeRecord": "manyheads.analysis.kv_cache",
+    "decoding_speed": "manyheads.analysis.kv_cache",
+    "decoding_table": "manyheads.analysis.kv_cache",
+    "UptrainRun": "manyheads.analysis.kv_cache",
+    "conversion_scores": "manyheads.analysis.kv_cache",
+    "uptrain": "manyheads.analysis.kv_cache",
     "SpeedRecord": "manyheads.analysis.speed",
     "even_keep_mask": "manyheads.analysis.speed",
     "pruning_speed": "manyheads.analysis.speed",
@@ -142,6 +149,8 @@ _NAMES = {
     "scaled_dot_product_attention": "manyheads.attention",
     "split_heads": "manyheads.attention",
     "HeadBudget": "manyheads.costs",
+    "PUBLISHED_MODELS": "manyheads.costs",
+    "PublishedModel": "manyheads.costs",
     "attention_flops": "manyheads.costs",
     "attention_matrix_bytes": "manyheads.costs",
     "divisors": "manyheads.costs",
@@ -222,6 +231,9 @@ _NAMES = {
     "AttentionOnlyTransformer": "manyheads.models.attention_only",
     "HeadPath": "manyheads.models.attention_only",
     "TinyAttentionModel": "manyheads.models.tiny",
+    "KV_GROUPING_METHODS": "manyheads.models.kv_heads",
+    "group_kv_heads": "manyheads.models.kv_heads",
+    "repeat_kv_heads": "manyheads.models.kv_heads",
     "count_parameters": "manyheads.models.tiny",
     "TokenBatch": "manyheads.models.tokenizer",
     "Tokenizer": "manyheads.models.tokenizer",

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import torch
 
 import manyheads as mh
+from manyheads.checks.grouped_query_attention import reference_grouped_query_attention
 from manyheads.checks.head_size import reference_multi_head_attention
 
 
@@ -1117,6 +1118,612 @@ def prune_mask(importance, fraction):
 
 
 # ------------------------------------------------------------------------------------------------------------------
+# 06_layer_hierarchy
+
+
+def _distance(body: str) -> str:
+    """A mean_attention_distance with the |i − j| matrix ``gaps`` (and the signed ``signed``) ready, then ``body``."""
+    return f"""
+def mean_attention_distance(weights):
+    positions = torch.arange(weights.shape[-1])
+    signed = (positions[:, None] - positions[None, :]).to(weights.dtype)
+    gaps = signed.abs()
+{body}"""
+
+
+def _induction(
+    queries="torch.arange(half + 1, 2 * half + 1)",
+    target="queries - half + 1",
+    check="!= 2 * half + 1",
+    reduce="w.mean(dim=(0, 2))",
+) -> str:
+    """An induction_score that raises ValueError when ``weights.shape[-1] {check}`` (no check: None)."""
+    validate = (
+        ""
+        if check is None
+        else f"    if weights.shape[-1] {check}:\n        raise ValueError('seq must be 2 * half + 1')\n"
+    )
+    return f"""
+def induction_score(weights, half):
+{validate}    queries = {queries}
+    w = weights[..., queries, {target}]
+    return {reduce}
+"""
+
+
+def _rollout(
+    mix="0.5 * layer.mean(dim=1) + 0.5 * eye",
+    step="mix @ rollout",
+    start="eye.expand(weights.shape[1], seq, seq)",
+    eye="torch.eye(seq, dtype=weights.dtype)",
+    prelude="",
+) -> str:
+    return f"""
+def attention_rollout(weights):
+{prelude}    seq = weights.shape[-1]
+    eye = {eye}
+    rollout = {start}
+    for layer in weights:
+        mix = {mix}
+        rollout = {step}
+    return rollout
+"""
+
+
+_HIDDEN_DISTANCE = r"the distance of head \d+ is wrong"
+_HIDDEN_INDUCTION = r"the score of head \d+ is wrong"
+_HIDDEN_ROLLOUT = r"the rollout of item \d+ is wrong"
+
+EX6 = {
+    "right": {
+        "loops": {
+            "mean_attention_distance": """
+def mean_attention_distance(weights):
+    batch, n_heads, seq, _ = weights.shape
+    total = torch.zeros(n_heads, dtype=torch.float64)
+    for i in range(seq):
+        for j in range(seq):
+            total += weights[:, :, i, j].double().sum(dim=0) * abs(i - j)
+    return total / (batch * seq)
+""",
+            "induction_score": """
+def induction_score(weights, half):
+    if weights.shape[-1] != 2 * half + 1:
+        raise ValueError(f"expected seq = 2 * half + 1 = {2 * half + 1}, got {weights.shape[-1]}")
+    total = 0
+    for i in range(half + 1, 2 * half + 1):
+        total = total + weights[:, :, i, i - half + 1]
+    return total.mean(dim=0) / half
+""",
+            "attention_rollout": """
+def attention_rollout(weights):
+    n_layers, batch, n_heads, seq, _ = weights.shape
+    eye = torch.eye(seq, dtype=weights.dtype)
+    per_item = []
+    for b in range(batch):
+        joint = None
+        for l in range(n_layers):
+            aug = weights[l, b].sum(dim=0) / n_heads + eye
+            aug = aug / aug.sum(dim=-1, keepdim=True)  # Abnar & Zuidema's code: add I, then renormalise the rows
+            joint = aug if joint is None else aug @ joint
+        per_item.append(joint)
+    return torch.stack(per_item)
+""",
+        },
+        "vectorised": {
+            "mean_attention_distance": """
+def mean_attention_distance(weights):
+    seq = weights.shape[-1]
+    i, j = torch.arange(seq).unsqueeze(1), torch.arange(seq).unsqueeze(0)
+    per_query = torch.einsum("bhij,ij->bhi", weights, (i - j).abs().to(weights.dtype))
+    return per_query.mean(dim=2).mean(dim=0)
+""",
+            "induction_score": """
+def induction_score(weights, half):
+    if weights.size(-1) != 2 * half + 1 or weights.size(-2) != 2 * half + 1:
+        raise ValueError("weights must be (batch, n_heads, 2 * half + 1, 2 * half + 1)")
+    diagonal = torch.diagonal(weights, offset=1 - half, dim1=-2, dim2=-1)  # (i, i - half + 1) for i >= half - 1
+    return diagonal[..., -half:].mean(dim=-1).mean(dim=0)
+""",
+            "attention_rollout": """
+def attention_rollout(weights):
+    seq = weights.shape[-1]
+    mixes = 0.5 * weights.mean(dim=2) + 0.5 * torch.eye(seq, dtype=weights.dtype)  # (n_layers, batch, seq, seq)
+    rollout = mixes[0]
+    for mix in mixes[1:]:
+        rollout = torch.bmm(mix, rollout)
+    return rollout
+""",
+        },
+    },
+    "bugs": {
+        "distance signed (i − j)": Bug(
+            "mean_attention_distance",
+            _distance("    return (weights * signed).sum(dim=-1).mean(dim=(0, 2))\n"),
+            check="the distance is the absolute value",
+            hidden=_HIDDEN_DISTANCE,
+        ),
+        "distance averaged over the keys": Bug(
+            "mean_attention_distance",
+            _distance("    return (weights * gaps).mean(dim=-1).mean(dim=(0, 2))\n"),
+            check="you averaged over the keys",
+            hidden=_HIDDEN_DISTANCE,
+        ),
+        "distance ignores the weights": Bug(
+            "mean_attention_distance",
+            _distance("    return gaps.mean().expand(weights.shape[1])\n"),
+            check="does not depend on the weights",
+            hidden=_HIDDEN_DISTANCE,
+        ),
+        "distance averaged over the heads too": Bug(
+            "mean_attention_distance",
+            _distance("    return (weights * gaps).sum(dim=-1).mean()\n"),
+            check="returned a single number",
+            hidden=r"shape \(\), expected \(5,\)",
+        ),
+        "distance per batch item, not per head": Bug(
+            "mean_attention_distance",
+            _distance("    return (weights * gaps).sum(dim=-1).mean(dim=(1, 2))\n"),
+            check=r"returned shape \(2,\) = \(batch,\)",
+            hidden=r"shape \(3,\), expected \(5,\)",
+        ),
+        "distance summed over the queries": Bug(
+            "mean_attention_distance",
+            _distance("    return (weights * gaps).sum(dim=-1).sum(dim=-1).mean(dim=0)\n"),
+            check="you summed over the queries",
+            hidden=_HIDDEN_DISTANCE,
+        ),
+        "distance squeezes a batch of one": Bug(
+            "mean_attention_distance",
+            _distance("    return (weights * gaps).sum(dim=-1).mean(dim=-1).squeeze().mean(dim=0)\n"),
+            check=r"a batch of one, weights \(1, 4, 6, 6\)",
+            hidden=r"shape \(\), expected \(4,\)",
+        ),
+        "distance in place": Bug(
+            "mean_attention_distance",
+            _distance("    weights *= gaps\n    return weights.sum(dim=-1).mean(dim=(0, 2))\n"),
+            check="changed its input weights",
+            hidden="the weights changed",
+        ),
+        "induction target i − half": Bug(
+            "induction_score",
+            _induction(target="queries - half"),
+            check=r"you read weights\[\.\.\., i, i − half\]",
+            hidden=_HIDDEN_INDUCTION,
+        ),
+        "induction target i − half + 2": Bug(
+            "induction_score",
+            _induction(target="queries - half + 2"),
+            check="the target column is i − half \\+ 2",
+            hidden=_HIDDEN_INDUCTION,
+        ),
+        "induction queries from position half": Bug(
+            "induction_score",
+            _induction(queries="torch.arange(half, 2 * half)"),
+            check="the queries start one too early",
+            hidden=_HIDDEN_INDUCTION,
+        ),
+        "induction skips the second copy's first query": Bug(
+            "induction_score",
+            _induction(queries="torch.arange(half + 2, 2 * half + 1)"),
+            check="you skipped the second copy's first query",
+            hidden=_HIDDEN_INDUCTION,
+        ),
+        "induction queries one past the end": Bug(
+            "induction_score",
+            _induction(queries="torch.arange(half + 1, 2 * half + 2)"),
+            check="raised IndexError on one-hot heads",
+            hidden="out of bounds",
+            hidden_error=IndexError,
+        ),
+        "induction without the ValueError": Bug(
+            "induction_score",
+            _induction(check=None),
+            check=r"seq 7 with half 2 \(2·half \+ 1 = 5\), but should raise ValueError",
+            hidden="raised IndexError for seq 6 with half 3, expected ValueError",
+        ),
+        "induction ValueError only for short weights": Bug(
+            "induction_score",
+            _induction(check="< 2 * half + 1"),
+            check=r"seq 7 with half 2 \(2·half \+ 1 = 5\), but should raise ValueError",
+            hidden="should raise ValueError for seq 8 with half 3",
+        ),
+        "induction averaged over the heads too": Bug(
+            "induction_score",
+            _induction(reduce="w.mean()"),
+            check="returned a single number",
+            hidden=r"shape \(\), expected \(4,\)",
+        ),
+        "induction of the first batch item": Bug(
+            "induction_score",
+            _induction(reduce="w[0].mean(dim=-1)"),
+            check="the first batch item only",
+            hidden=_HIDDEN_INDUCTION,
+        ),
+        "rollout in the wrong order": Bug(
+            "attention_rollout",
+            _rollout(step="rollout @ mix"),
+            check="the product is in the wrong order",
+            hidden=_HIDDEN_ROLLOUT,
+        ),
+        "rollout without the residual": Bug(
+            "attention_rollout",
+            _rollout(mix="layer.mean(dim=1)"),
+            check="the residual connection is missing",
+            hidden=_HIDDEN_ROLLOUT,
+        ),
+        "rollout adds I without halving": Bug(
+            "attention_rollout",
+            _rollout(mix="layer.mean(dim=1) + eye"),
+            check="keep rows summing to 1",
+            hidden=_HIDDEN_ROLLOUT,
+        ),
+        "rollout sums the heads": Bug(
+            "attention_rollout",
+            _rollout(mix="0.5 * layer.sum(dim=1) + 0.5 * eye"),
+            check="average the heads, do not sum them",
+            hidden=_HIDDEN_ROLLOUT,
+        ),
+        "rollout keeps the heads": Bug(
+            "attention_rollout",
+            _rollout(mix="0.5 * layer + 0.5 * eye", start="eye"),
+            check="average each layer's weights over the heads",
+            hidden=r"shape \(3, 2, 6, 6\), expected \(3, 6, 6\)",
+        ),
+        "rollout averages the batch": Bug(
+            "attention_rollout",
+            _rollout(mix="0.5 * layer.mean(dim=(0, 1)) + 0.5 * eye", start="eye"),
+            check="keep the batch",
+            hidden=r"shape \(6, 6\), expected \(3, 6, 6\)",
+        ),
+        "rollout of the last layer only": Bug(
+            "attention_rollout", _rollout(step="mix"), check="that is A_\\{L−1\\} alone", hidden=_HIDDEN_ROLLOUT
+        ),
+        "rollout element by element": Bug(
+            "attention_rollout",
+            _rollout(step="mix * rollout", start="torch.ones(weights.shape[1], seq, seq, dtype=weights.dtype)"),
+            check="multiplies element by element",
+            hidden=_HIDDEN_ROLLOUT,
+        ),
+        "rollout with a float32 identity": Bug(
+            "attention_rollout",
+            _rollout(eye="torch.eye(seq)"),
+            check=r"raised RuntimeError on weights \(n_layers 3",
+            hidden="scalar type|dtype",
+            hidden_error=RuntimeError,
+        ),
+        "rollout halves the weights in place": Bug(
+            "attention_rollout",
+            _rollout(mix="layer.mean(dim=1) + 0.5 * eye", prelude="    weights *= 0.5\n"),
+            check="changed its input weights",
+            hidden="the weights changed",
+        ),
+    },
+    "mixed": {
+        "loops with the rollout in the wrong order": ("loops", "rollout in the wrong order"),
+        "vectorised with the induction target i − half": ("vectorised", "induction target i − half"),
+    },
+    "written_prompts": {"one_layer_induction": "single layer"},
+}
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# 07_grouped_query_attention
+
+
+def _cache(expression: str, defaults: str = "batch=1, bytes_per_element=2") -> str:
+    return f"\ndef kv_cache_bytes(n_layers, n_kv_heads, d_head, seq_len, {defaults}):\n    return {expression}\n"
+
+
+_CACHE_PRODUCT = "n_layers * n_kv_heads * d_head * seq_len * batch * bytes_per_element"
+
+
+def _gqa(
+    split_kv="(x @ w).reshape(batch, seq, n_kv_heads, d_head).transpose(1, 2)",
+    share="repeat_kv(k, group), repeat_kv(v, group)",
+    scale="/ math.sqrt(d_head)",
+    fill="~mask",
+    validate=True,
+    prelude="",
+) -> str:
+    """A grouped_query_attention with the solution's steps, each replaceable by a known mistake."""
+    check = (
+        "    if d_model % n_heads or n_heads % n_kv_heads:\n        raise ValueError('invalid head counts')\n"
+        if validate
+        else ""
+    )
+    return f"""
+def grouped_query_attention(x, w_q, w_k, w_v, w_o, n_heads, n_kv_heads, mask=None):
+    batch, seq, d_model = x.shape
+{check}    d_head, group = d_model // n_heads, n_heads // n_kv_heads
+{prelude}    q = (x @ w_q).reshape(batch, seq, n_heads, d_head).transpose(1, 2)
+    k, v = ({split_kv} for w in (w_k, w_v))
+    k, v = {share}
+    scores = q @ k.transpose(-2, -1) {scale}
+    if mask is not None:
+        scores = scores.masked_fill({fill}, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    return (weights @ v).transpose(1, 2).reshape(batch, seq, d_model) @ w_o, weights
+"""
+
+
+def _pool(body: str, validate: bool = True) -> str:
+    check = (
+        "    if n_heads % n_kv_heads:\n        raise ValueError('n_kv_heads must divide n_heads')\n" if validate else ""
+    )
+    return f"""
+def mean_pool_kv(w, n_heads, n_kv_heads):
+{check}    *lead, width = w.shape
+    d_head, r = width // n_heads, n_heads // n_kv_heads
+{body}"""
+
+
+_HIDDEN_CACHE = r"kv_cache_bytes\(.*\) = -?\d+: wrong number of bytes"
+_HIDDEN_REPEAT = r"output head \d+ of item \d+ is wrong"
+_HIDDEN_GQA = r"weights for x \(2, 5, 12\), 6 heads, 2 K/V heads, mask None differs from the reference"
+_HIDDEN_POOL = r"the block of K/V head \d+ is wrong"
+
+EX7 = {
+    "right": {
+        "loops": {
+            "kv_cache_bytes": """
+def kv_cache_bytes(n_layers, n_kv_heads, d_head, seq_len, batch=1, bytes_per_element=2):
+    per_token = 0
+    for _ in range(n_layers):
+        per_token += 2 * n_kv_heads * d_head * bytes_per_element  # a key and a value per K/V head
+    return per_token * seq_len * batch
+""",
+            "repeat_kv": """
+def repeat_kv(x, n_rep):
+    return torch.cat([x[:, h : h + 1] for h in range(x.shape[1]) for _ in range(n_rep)], dim=1)
+""",
+            "grouped_query_attention": """
+def grouped_query_attention(x, w_q, w_k, w_v, w_o, n_heads, n_kv_heads, mask=None):
+    batch, seq, d_model = x.shape
+    if n_heads < 1 or n_kv_heads < 1 or d_model % n_heads != 0 or n_heads % n_kv_heads != 0:
+        raise ValueError("n_heads must divide d_model and n_kv_heads must divide n_heads")
+    d_head = d_model // n_heads
+    group = n_heads // n_kv_heads
+    if mask is not None:
+        mask = mask.expand(batch, n_heads, seq, seq)
+    outputs, patterns = [], []
+    for h in range(n_heads):
+        g = h // group
+        q = x @ w_q[:, h * d_head : (h + 1) * d_head]
+        k = x @ w_k[:, g * d_head : (g + 1) * d_head]
+        v = x @ w_v[:, g * d_head : (g + 1) * d_head]
+        scores = q @ k.transpose(1, 2) / d_head**0.5
+        if mask is not None:
+            scores = torch.where(mask[:, h], scores, torch.full_like(scores, float("-inf")))
+        p = torch.softmax(scores, dim=-1)
+        patterns.append(p)
+        outputs.append(p @ v)
+    return torch.cat(outputs, dim=-1) @ w_o, torch.stack(patterns, dim=1)
+""",
+            "mean_pool_kv": """
+def mean_pool_kv(w, n_heads, n_kv_heads):
+    if n_heads % n_kv_heads != 0:
+        raise ValueError(f"{n_kv_heads} K/V heads cannot share {n_heads} query heads equally")
+    d_head = w.shape[-1] // n_heads
+    r = n_heads // n_kv_heads
+    blocks = []
+    for g in range(n_kv_heads):
+        heads = [w[..., (g * r + i) * d_head : (g * r + i + 1) * d_head] for i in range(r)]
+        blocks.append(sum(heads) / r)
+    return torch.cat(blocks, dim=-1)
+""",
+        },
+        "expand": {
+            "kv_cache_bytes": _cache("math.prod((2, n_layers, n_kv_heads, d_head, seq_len, batch, bytes_per_element))"),
+            "repeat_kv": """
+def repeat_kv(x, n_rep):
+    batch, n_kv_heads, seq, d_head = x.shape
+    if n_rep == 1:
+        return x
+    x = x[:, :, None, :, :].expand(batch, n_kv_heads, n_rep, seq, d_head)
+    return x.reshape(batch, n_kv_heads * n_rep, seq, d_head)
+""",
+            "grouped_query_attention": """
+def grouped_query_attention(x, w_q, w_k, w_v, w_o, n_heads, n_kv_heads, mask=None):
+    batch, seq, d_model = x.shape
+    if d_model % n_heads or n_heads % n_kv_heads:
+        raise ValueError("invalid head counts")
+    d_head, group = d_model // n_heads, n_heads // n_kv_heads
+    # no copies of K and V: the query heads of group g, (batch, g, r, seq, d_head), all meet K/V head g
+    q = (x @ w_q).reshape(batch, seq, n_kv_heads, group, d_head).permute(0, 2, 3, 1, 4)
+    k = (x @ w_k).reshape(batch, seq, n_kv_heads, d_head).transpose(1, 2)
+    v = (x @ w_v).reshape(batch, seq, n_kv_heads, d_head).transpose(1, 2)
+    scores = torch.einsum("bgrqd,bgkd->bgrqk", q, k) / math.sqrt(d_head)
+    if mask is not None:
+        mask = mask.expand(batch, n_heads, seq, seq).reshape(batch, n_kv_heads, group, seq, seq)
+        scores = scores.masked_fill(mask.logical_not(), float("-inf"))
+    weights = scores.softmax(dim=-1)
+    heads = torch.einsum("bgrqk,bgkd->bqgrd", weights, v).reshape(batch, seq, d_model)
+    return heads @ w_o, weights.reshape(batch, n_heads, seq, seq)
+""",
+            "mean_pool_kv": """
+def mean_pool_kv(w, n_heads, n_kv_heads):
+    if n_heads % n_kv_heads:
+        raise ValueError("n_kv_heads must divide n_heads")
+    return w.unflatten(-1, (n_kv_heads, n_heads // n_kv_heads, -1)).mean(dim=-2).flatten(-2)
+""",
+        },
+    },
+    "bugs": {
+        "cache as a float": Bug(
+            "kv_cache_bytes",
+            _cache(f"2.0 * {_CACHE_PRODUCT}"),
+            check="the arithmetic went through a float",
+            hidden=r"returned a float, not an int",
+        ),
+        "cache of the keys only": Bug(
+            "kv_cache_bytes", _cache(_CACHE_PRODUCT), check="multiply by 2", hidden=_HIDDEN_CACHE
+        ),
+        "cache with a default of 4 bytes": Bug(
+            "kv_cache_bytes",
+            _cache(f"2 * {_CACHE_PRODUCT}", defaults="batch=1, bytes_per_element=4"),
+            check="the default of bytes_per_element is 2",
+            hidden=_HIDDEN_CACHE,
+        ),
+        "cache ignores the batch": Bug(
+            "kv_cache_bytes",
+            _cache("2 * n_layers * n_kv_heads * d_head * seq_len * bytes_per_element"),
+            check="batch is ignored",
+            hidden=_HIDDEN_CACHE,
+        ),
+        "cache in int32": Bug(
+            "kv_cache_bytes",
+            """
+def kv_cache_bytes(n_layers, n_kv_heads, d_head, seq_len, batch=1, bytes_per_element=2):
+    total = torch.tensor(2, dtype=torch.int32)
+    for size in (n_layers, n_kv_heads, d_head, seq_len, batch, bytes_per_element):
+        total = total * size
+    return int(total)
+""",
+            check="overflowed 32-bit integers",
+            hidden=_HIDDEN_CACHE,
+        ),
+        "cache as a tensor": Bug(
+            "kv_cache_bytes",
+            _cache("torch.tensor([2, n_layers, n_kv_heads, d_head, seq_len, batch, bytes_per_element]).prod()"),
+            check="not on tensors",
+            hidden=r"returned a Tensor, not an int",
+        ),
+        "K/V heads tiled (repeat)": Bug(
+            "repeat_kv",
+            "\ndef repeat_kv(x, n_rep):\n    return x.repeat(1, n_rep, 1, 1)\n",
+            check="tiles the whole block of heads",
+            hidden=_HIDDEN_REPEAT,
+            also_fails=("grouped_query_attention",),
+        ),
+        "K/V positions repeated": Bug(
+            "repeat_kv",
+            "\ndef repeat_kv(x, n_rep):\n    return x.repeat_interleave(n_rep, dim=2)\n",
+            check="that repeats the positions",
+            hidden=r"shape \(2, 4, 12, 8\), expected",
+            also_fails=("grouped_query_attention",),
+        ),
+        "attention with tiled K/V heads": Bug(
+            "grouped_query_attention",
+            _gqa(share="k.repeat(1, group, 1, 1), v.repeat(1, group, 1, 1)"),
+            check="the K/V heads are tiled",
+            hidden=_HIDDEN_GQA,
+        ),
+        "attention mask inverted": Bug(
+            "grouped_query_attention",
+            _gqa(fill="mask"),
+            check="the mask is inverted",
+            hidden=r"weights for x \(3, 4, 8\), 4 heads, 4 K/V heads, mask causal differs from the reference",
+        ),
+        "attention not scaled": Bug(
+            "grouped_query_attention", _gqa(scale=""), check="the scores are not scaled", hidden=_HIDDEN_GQA
+        ),
+        "attention scaled by √d_model": Bug(
+            "grouped_query_attention",
+            _gqa(scale="/ math.sqrt(d_model)"),
+            check="divided by √d_model",
+            hidden=_HIDDEN_GQA,
+        ),
+        "attention splits K/V into n_heads heads": Bug(
+            "grouped_query_attention",
+            _gqa(split_kv="(x @ w).reshape(batch, seq, n_heads, -1).transpose(1, 2)", share="k, v"),
+            check=r"raised RuntimeError on x \(2, 5, 12\)",
+            hidden="is invalid for input of size",
+            hidden_error=RuntimeError,
+        ),
+        "attention weights per group": Bug(
+            "grouped_query_attention",
+            """
+def grouped_query_attention(x, w_q, w_k, w_v, w_o, n_heads, n_kv_heads, mask=None):
+    batch, seq, d_model = x.shape
+    if d_model % n_heads or n_heads % n_kv_heads:
+        raise ValueError("invalid head counts")
+    d_head, group = d_model // n_heads, n_heads // n_kv_heads
+    q = (x @ w_q).reshape(batch, seq, n_kv_heads, group, d_head).permute(0, 2, 3, 1, 4)
+    k, v = ((x @ w).reshape(batch, seq, n_kv_heads, d_head).transpose(1, 2) for w in (w_k, w_v))
+    scores = torch.einsum("bgrqd,bgkd->bgrqk", q, k) / math.sqrt(d_head)
+    if mask is not None:
+        scores = scores.masked_fill(~mask.expand(batch, n_heads, seq, seq).unflatten(1, (n_kv_heads, group)), -1e9)
+    weights = scores.softmax(dim=-1)
+    heads = torch.einsum("bgrqk,bgkd->bqgrd", weights, v).reshape(batch, seq, d_model)
+    return heads @ w_o, weights
+""",
+            check=r"merge the \(n_kv_heads, group\) axes",
+            hidden=r"has shape \(2, 2, 3, 5, 5\), expected",
+        ),
+        "attention without the ValueError": Bug(
+            "grouped_query_attention",
+            _gqa(validate=False),
+            check=r"n_heads=6, n_kv_heads=4, d_model=12, expected a ValueError",
+            hidden="raised RuntimeError for n_heads=6, n_kv_heads=4, d_model=12, expected ValueError",
+        ),
+        "attention folds the scale into w_q in place": Bug(
+            "grouped_query_attention",
+            _gqa(scale="", prelude="    w_q /= math.sqrt(d_head)\n"),
+            check="changed its input w_q",
+            hidden="an input changed",
+        ),
+        "pooling strided groups": Bug(
+            "mean_pool_kv",
+            _pool(
+                "    return w.reshape(*lead, r, n_kv_heads, d_head).mean(dim=-3).reshape(*lead, n_kv_heads * d_head)\n"
+            ),
+            check="the groups are CONSECUTIVE heads",
+            hidden=_HIDDEN_POOL,
+        ),
+        "pooling sums": Bug(
+            "mean_pool_kv",
+            _pool(
+                "    return w.reshape(*lead, n_kv_heads, r, d_head).sum(dim=-2).reshape(*lead, n_kv_heads * d_head)\n"
+            ),
+            check="that is the sum",
+            hidden=_HIDDEN_POOL,
+        ),
+        "pooling keeps the first head": Bug(
+            "mean_pool_kv",
+            _pool(
+                "    return w.reshape(*lead, n_kv_heads, r, d_head)[..., 0, :].reshape(*lead, n_kv_heads * d_head)\n"
+            ),
+            check="keeps the first head of each group",
+            hidden=_HIDDEN_POOL,
+        ),
+        "pooling without the ValueError": Bug(
+            "mean_pool_kv",
+            _pool(
+                "    return w.reshape(*lead, n_kv_heads, r, d_head).mean(dim=-2).reshape(*lead, n_kv_heads * d_head)\n",
+                validate=False,
+            ),
+            check=r"n_kv_heads=4, expected a ValueError",
+            hidden="raised RuntimeError for n_heads=6, n_kv_heads=4, expected ValueError",
+        ),
+        "pooling in place": Bug(
+            "mean_pool_kv",
+            _pool(
+                """    blocks = w.view(*lead, n_kv_heads, r, d_head)
+    blocks[..., 0, :] = blocks.mean(dim=-2)  # writes into w
+    return blocks[..., 0, :].reshape(*lead, n_kv_heads * d_head)
+"""
+            ),
+            check="changed its input w",
+            hidden="w changed",
+        ),
+        "pooling weights only (no bias)": Bug(
+            "mean_pool_kv",
+            _pool("    return w.reshape(w.shape[0], n_kv_heads, r, -1).mean(dim=2).reshape(w.shape[0], -1)\n"),
+            check="raised RuntimeError on a bias",
+            hidden="is invalid for input of size",
+            hidden_error=RuntimeError,
+        ),
+    },
+    "mixed": {
+        "loops with strided pooling": ("loops", "pooling strided groups"),
+        "expand with the keys only": ("expand", "cache of the keys only"),
+    },
+    "written_prompts": {"heads_for_three_models": "131,072 tokens"},
+}
+
+
+# ------------------------------------------------------------------------------------------------------------------
 # The package's own computation of each part, adapted to the student's signature (where the package's differs).
 # Each must pass the part's visible check and hidden tests: the exercise's solution and the package the chapters
 # use agree on the contract.
@@ -1196,6 +1803,37 @@ def _gate_importance(loss_fn, batches, shape):
     return mh.interventions.gate_importance(model, lambda output, _: output, pairs).reshape(tuple(shape))
 
 
+def _head_budget_cache(n_layers, n_kv_heads, d_head, seq_len, batch=1, bytes_per_element=2):
+    """head_budget's cache: a layer of n_kv_heads heads of width d_head, each its own K/V head."""
+    width = n_kv_heads * d_head
+    budget = mh.costs.head_budget(
+        width, n_kv_heads, n_kv_heads, seq_len=seq_len, batch=batch, n_layers=n_layers, cache_bytes=bytes_per_element
+    )
+    return budget.kv_cache_bytes
+
+
+def _grouped_query_attention(x, w_q, w_k, w_v, w_o, n_heads, n_kv_heads, mask=None):
+    mha = mh.MultiHeadAttention(x.shape[-1], n_heads, bias=False, n_kv_heads=n_kv_heads).to(x.dtype)
+    with torch.no_grad():
+        for layer, w in zip((mha.W_q, mha.W_k, mha.W_v, mha.W_o), (w_q, w_k, w_v, w_o)):
+            layer.weight.copy_(w.T)  # nn.Linear stores the transpose of the exercise's x @ w
+        return mha(x, mask=mask)
+
+
+def _mean_pool_kv(w, n_heads, n_kv_heads):
+    """group_kv_heads(method="mean") on a layer whose W_k holds w (a weight applied as x @ w, or a bias)."""
+    d_head = w.shape[-1] // n_heads
+    d_model = w.shape[0] if w.dim() == 2 else 1
+    layer = mh.MultiHeadAttention(d_model, n_heads, d_head=d_head, bias=w.dim() == 1).to(w.dtype)
+    with torch.no_grad():
+        if w.dim() == 2:
+            layer.W_k.weight.copy_(w.T)  # nn.Linear stores the transpose of the exercise's x @ w
+        else:
+            layer.W_k.bias.copy_(w)
+    pooled = mh.group_kv_heads(layer, n_kv_heads, method="mean").W_k
+    return (pooled.weight.T if w.dim() == 2 else pooled.bias).detach().clone()
+
+
 PACKAGE: dict[str, dict[str, tuple[str, Callable]]] = {  # stem → {what: (part, function)}
     "01_single_head_bottleneck": {
         "scaled_dot_product_attention": ("scaled_dot_product_attention", mh.attention.scaled_dot_product_attention),
@@ -1224,6 +1862,24 @@ PACKAGE: dict[str, dict[str, tuple[str, Callable]]] = {  # stem → {what: (part
         "interventions.gate_importance on a model of gates": ("gate_importance", _gate_importance),
         "interventions.prune_mask": ("prune_mask", mh.interventions.prune_mask),
     },
+    "06_layer_hierarchy": {
+        "analysis.layers.mean_attention_distance": (
+            "mean_attention_distance",
+            mh.analysis.layers.mean_attention_distance,
+        ),
+        "analysis.induction.induction_score": ("induction_score", mh.analysis.induction.induction_score),
+        "analysis.layers.attention_rollout": ("attention_rollout", mh.analysis.layers.attention_rollout),
+    },
+    "07_grouped_query_attention": {
+        "costs.kv_cache_bytes": ("kv_cache_bytes", mh.costs.kv_cache_bytes),  # the exercise's contract exactly
+        "costs.head_budget": ("kv_cache_bytes", _head_budget_cache),
+        "MultiHeadAttention with n_kv_heads": ("grouped_query_attention", _grouped_query_attention),
+        "checks.grouped_query_attention.reference_grouped_query_attention": (
+            "grouped_query_attention",
+            reference_grouped_query_attention,
+        ),
+        "models.kv_heads.group_kv_heads (mean) on one layer": ("mean_pool_kv", _mean_pool_kv),
+    },
 }
 
 CASES: dict[str, dict] = {
@@ -1232,6 +1888,8 @@ CASES: dict[str, dict] = {
     "03_head_size": EX3,
     "04_specialization": EX4,
     "05_pruning": EX5,
+    "06_layer_hierarchy": EX6,
+    "07_grouped_query_attention": EX7,
 }
 
 

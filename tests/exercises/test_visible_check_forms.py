@@ -19,13 +19,23 @@ from helpers.nbgrader_course import ROOT
 import manyheads as mh
 from manyheads.course import release
 
-EXERCISES = ("01_single_head_bottleneck", "02_subspaces", "03_head_size", "04_specialization", "05_pruning")
+EXERCISES = (
+    "01_single_head_bottleneck",
+    "02_subspaces",
+    "03_head_size",
+    "04_specialization",
+    "05_pruning",
+    "06_layer_hierarchy",
+    "07_grouped_query_attention",
+)
 CHECKED = {  # exercise → the functions its visible checks take
     "01_single_head_bottleneck": ("softmax", "scaled_dot_product_attention", "attention_entropy"),
     "02_subspaces": ("qk_circuits", "head_scores", "principal_angles"),
     "03_head_size": ("head_dim", "split_heads", "merge_heads", "mha_param_count", "multi_head_attention"),
     "04_specialization": ("mean_attention_entropy", "offset_attention", "relation_accuracy"),
     "05_pruning": ("ablate_heads", "gate_importance", "prune_mask"),
+    "06_layer_hierarchy": ("mean_attention_distance", "induction_score", "attention_rollout"),
+    "07_grouped_query_attention": ("kv_cache_bytes", "repeat_kv", "grouped_query_attention", "mean_pool_kv"),
 }
 
 
@@ -813,6 +823,301 @@ FORMS = {
             return importance > importance.flatten().kthvalue(k).values
         """,
         r"tied importances",
+    ),
+    # ------------------------------------------------------------------------------------------- exercise 6
+    "distance: a batch of one": (
+        "mean_attention_distance",
+        """
+        def mean_attention_distance(weights):
+            positions = torch.arange(weights.shape[-1])
+            gaps = (positions[:, None] - positions[None, :]).abs().to(weights.dtype)
+            return (weights * gaps).sum(dim=-1).mean(dim=-1).squeeze().mean(dim=0)
+        """,
+        r"a batch of one, weights \(1, 4, 6, 6\)",
+    ),
+    "distance: one head": (
+        "mean_attention_distance",
+        """
+        def mean_attention_distance(weights):
+            positions = torch.arange(weights.shape[-1])
+            gaps = (positions[:, None] - positions[None, :]).abs().to(weights.dtype)
+            return (weights * gaps).sum(dim=-1).mean(dim=(0, 2)).squeeze()
+        """,
+        r"one head, weights \(3, 1, 5, 5\)",
+    ),
+    "distance: a single token": (
+        "mean_attention_distance",
+        """
+        def mean_attention_distance(weights):
+            seq = weights.shape[-1]
+            # the keys k tokens away lie on the k-th diagonals below and above the main one (distance 0 adds nothing)
+            per_offset = [
+                k * (weights.diagonal(-k, -2, -1).sum(-1) + weights.diagonal(k, -2, -1).sum(-1)) for k in range(1, seq)
+            ]
+            return torch.stack(per_offset).sum(dim=0).mean(dim=0) / seq
+        """,
+        r"a single token, weights \(2, 3, 1, 1\)",
+    ),
+    "distance: keys after the query": (
+        "mean_attention_distance",
+        """
+        def mean_attention_distance(weights):
+            positions = torch.arange(weights.shape[-1])
+            gaps = (positions[:, None] - positions[None, :]).clamp(min=0).to(weights.dtype)  # decoders look back
+            return (weights * gaps).sum(dim=-1).mean(dim=(0, 2))
+        """,
+        r"bidirectional weights \(batch 2, n_heads 3, seq 5\)",
+    ),
+    "distance: float32": (
+        "mean_attention_distance",
+        """
+        def mean_attention_distance(weights):
+            positions = torch.arange(weights.shape[-1], dtype=torch.float64)
+            gaps = (positions[:, None] - positions[None, :]).abs()
+            return torch.einsum("bhij,ij->bhi", weights, gaps).mean(dim=(0, 2))
+        """,
+        r"float32 weights \(2, 3, 6, 6\)",
+    ),
+    "induction: a batch of one": (
+        "induction_score",
+        """
+        def induction_score(weights, half):
+            if weights.shape[-1] != 2 * half + 1:
+                raise ValueError("seq must be 2 * half + 1")
+            queries = torch.arange(half + 1, 2 * half + 1)
+            return weights.squeeze()[..., queries, queries - half + 1].mean(dim=-1).mean(dim=0)
+        """,
+        r"a batch of one, weights \(1, 4, 9, 9\)",
+    ),
+    "induction: one head": (
+        "induction_score",
+        """
+        def induction_score(weights, half):
+            if weights.shape[-1] != 2 * half + 1:
+                raise ValueError("seq must be 2 * half + 1")
+            queries = torch.arange(half + 1, 2 * half + 1)
+            return weights[..., queries, queries - half + 1].mean(dim=(0, 2)).squeeze()
+        """,
+        r"one head, weights \(3, 1, 7, 7\)",
+    ),
+    "induction: float32": (
+        "induction_score",
+        """
+        def induction_score(weights, half):
+            seq = weights.shape[-1]
+            if seq != 2 * half + 1:
+                raise ValueError("seq must be 2 * half + 1")
+            target = torch.zeros(seq, seq, dtype=torch.float64)  # 1 where query i meets key i - half + 1
+            for i in range(half + 1, seq):
+                target[i, i - half + 1] = 1.0
+            return torch.einsum("bhij,ij->bh", weights, target).mean(dim=0) / half
+        """,
+        r"float32 weights \(2, 2, 13, 13\), half 6",
+    ),
+    "rollout: a single layer": (
+        "attention_rollout",
+        """
+        def attention_rollout(weights):
+            eye = torch.eye(weights.shape[-1], dtype=weights.dtype)
+            mixes = 0.5 * weights.mean(dim=2) + 0.5 * eye  # (n_layers, batch, seq, seq)
+            rollout = mixes[1] @ mixes[0]
+            for mix in mixes[2:]:
+                rollout = mix @ rollout
+            return rollout
+        """,
+        r"a single layer, weights \(1, 2, 3, 5, 5\)",
+    ),
+    "rollout: a batch of one": (
+        "attention_rollout",
+        """
+        def attention_rollout(weights):
+            eye = torch.eye(weights.shape[-1], dtype=weights.dtype)
+            rollout = eye
+            for layer in weights:
+                rollout = (0.5 * layer.mean(dim=1, keepdim=True).squeeze() + 0.5 * eye) @ rollout
+            return rollout
+        """,
+        r"a batch of one, weights \(2, 1, 3, 5, 5\)",
+    ),
+    "rollout: float32": (
+        "attention_rollout",
+        """
+        def attention_rollout(weights):
+            seq = weights.shape[-1]
+            eye = torch.eye(seq, dtype=torch.float64)
+            rollout = eye.expand(weights.shape[1], seq, seq)
+            for layer in weights:
+                rollout = torch.lerp(layer.mean(dim=1), eye, 0.5) @ rollout  # halfway between the heads' mean and I
+            return rollout
+        """,
+        r"float32 weights \(3, 2, 2, 5, 5\)",
+    ),
+    # ------------------------------------------------------------------------------------------- exercise 7
+    "kv cache: a positional call": (
+        "kv_cache_bytes",
+        """
+        def kv_cache_bytes(*, n_layers, n_kv_heads, d_head, seq_len, batch=1, bytes_per_element=2):
+            return 2 * n_layers * n_kv_heads * d_head * seq_len * batch * bytes_per_element
+        """,
+        r"kv_cache_bytes\(32, 32, 128, 4096, 8, 2\)",
+    ),
+    "kv cache: the defaults": (
+        "kv_cache_bytes",
+        """
+        def kv_cache_bytes(n_layers, n_kv_heads, d_head, seq_len, batch, bytes_per_element):
+            return 2 * n_layers * n_kv_heads * d_head * seq_len * batch * bytes_per_element
+        """,
+        r"kv_cache_bytes\(80, 8, 128, 4096\)",
+    ),
+    "kv cache: sizes beyond 2**31": (
+        "kv_cache_bytes",
+        """
+        def kv_cache_bytes(n_layers, n_kv_heads, d_head, seq_len, batch=1, bytes_per_element=2):
+            total = torch.ones((), dtype=torch.int32)
+            for size in (2, n_layers, n_kv_heads, d_head, seq_len, batch, bytes_per_element):
+                total = total * size
+            return int(total)
+        """,
+        r"overflowed 32-bit integers",
+    ),
+    "repeat_kv: a batch of one": (
+        "repeat_kv",
+        """
+        def repeat_kv(x, n_rep):
+            return torch.stack([x] * n_rep, dim=2).flatten(1, 2).squeeze(0)
+        """,
+        r"a batch of one",
+    ),
+    "repeat_kv: float32": (
+        "repeat_kv",
+        """
+        def repeat_kv(x, n_rep):
+            out = torch.zeros(x.shape[0], x.shape[1] * n_rep, *x.shape[2:], dtype=torch.float64)
+            for h in range(out.shape[1]):
+                out[:, h] = x[:, h // n_rep]
+            return out
+        """,
+        r"float32",
+    ),
+    "gqa: a padding mask (batch, 1, 1, seq)": (
+        "grouped_query_attention",
+        """
+        def grouped_query_attention(x, w_q, w_k, w_v, w_o, n_heads, n_kv_heads, mask=None):
+            b, s, d = x.shape
+            if d % n_heads or n_heads % n_kv_heads:
+                raise ValueError("invalid head counts")
+            dh = d // n_heads
+            q = (x @ w_q).reshape(b, s, n_heads, dh).transpose(1, 2)
+            k, v = ((x @ w).reshape(b, s, n_kv_heads, dh).transpose(1, 2) for w in (w_k, w_v))
+            k, v = (t.repeat_interleave(n_heads // n_kv_heads, dim=1) for t in (k, v))
+            scores = q @ k.transpose(-2, -1) / math.sqrt(dh)
+            if mask is not None:
+                scores[..., ~mask] = float("-inf")
+            weights = torch.softmax(scores, dim=-1)
+            return (weights @ v).transpose(1, 2).reshape(b, s, d) @ w_o, weights
+        """,
+        r"a padding mask of shape \(3, 1, 1, 5\)",
+    ),
+    "gqa: a (batch, 1, seq, seq) mask": (
+        "grouped_query_attention",
+        """
+        def grouped_query_attention(x, w_q, w_k, w_v, w_o, n_heads, n_kv_heads, mask=None):
+            b, s, d = x.shape
+            if d % n_heads or n_heads % n_kv_heads:
+                raise ValueError("invalid head counts")
+            dh = d // n_heads
+            q = (x @ w_q).reshape(b, s, n_heads, dh).transpose(1, 2)
+            k, v = ((x @ w).reshape(b, s, n_kv_heads, dh).transpose(1, 2) for w in (w_k, w_v))
+            k, v = (t.repeat_interleave(n_heads // n_kv_heads, dim=1) for t in (k, v))
+            scores = q @ k.transpose(-2, -1) / math.sqrt(dh)
+            if mask is not None:
+                if mask.dim() == 4:  # taken for a padding mask (batch, 1, 1, seq)
+                    mask = mask.squeeze(1).squeeze(1)[:, None, None, :]
+                scores = scores.masked_fill(~mask, float("-inf"))
+            weights = torch.softmax(scores, dim=-1)
+            return (weights @ v).transpose(1, 2).reshape(b, s, d) @ w_o, weights
+        """,
+        r"a mask of shape \(2, 1, 5, 5\)",
+    ),
+    "gqa: a (batch, n_heads, seq, seq) mask": (
+        "grouped_query_attention",
+        """
+        def grouped_query_attention(x, w_q, w_k, w_v, w_o, n_heads, n_kv_heads, mask=None):
+            b, s, d = x.shape
+            if d % n_heads or n_heads % n_kv_heads:
+                raise ValueError("invalid head counts")
+            dh = d // n_heads
+            q = (x @ w_q).reshape(b, s, n_heads, dh).transpose(1, 2)
+            k, v = ((x @ w).reshape(b, s, n_kv_heads, dh).transpose(1, 2) for w in (w_k, w_v))
+            k, v = (t.repeat_interleave(n_heads // n_kv_heads, dim=1) for t in (k, v))
+            scores = q @ k.transpose(-2, -1) / math.sqrt(dh)
+            if mask is not None:
+                scores = scores.masked_fill(~(mask if mask.dim() < 4 else mask[:, :1]), float("-inf"))
+            weights = torch.softmax(scores, dim=-1)
+            return (weights @ v).transpose(1, 2).reshape(b, s, d) @ w_o, weights
+        """,
+        r"a mask of shape \(2, 4, 5, 5\), one per query head",
+    ),
+    "gqa: a batch of one": (
+        "grouped_query_attention",
+        """
+        def grouped_query_attention(x, w_q, w_k, w_v, w_o, n_heads, n_kv_heads, mask=None):
+            b, s, d = x.shape
+            if d % n_heads or n_heads % n_kv_heads:
+                raise ValueError("invalid head counts")
+            dh = d // n_heads
+            q = (x @ w_q).reshape(b, s, n_heads, dh).transpose(1, 2)
+            k, v = ((x @ w).reshape(b, s, n_kv_heads, dh).transpose(1, 2) for w in (w_k, w_v))
+            k, v = (t.repeat_interleave(n_heads // n_kv_heads, dim=1) for t in (k, v))
+            scores = q @ k.transpose(-2, -1) / math.sqrt(dh)
+            if mask is not None:
+                scores = scores.masked_fill(~mask, float("-inf"))
+            weights = torch.softmax(scores, dim=-1)
+            return (weights @ v).transpose(1, 2).reshape(b, s, d).squeeze(0) @ w_o, weights
+        """,
+        r"a batch of one",
+    ),
+    "gqa: float32 with a mask": (
+        "grouped_query_attention",
+        """
+        def grouped_query_attention(x, w_q, w_k, w_v, w_o, n_heads, n_kv_heads, mask=None):
+            b, s, d = x.shape
+            if d % n_heads or n_heads % n_kv_heads:
+                raise ValueError("invalid head counts")
+            dh = d // n_heads
+            q = (x @ w_q).reshape(b, s, n_heads, dh).transpose(1, 2)
+            k, v = ((x @ w).reshape(b, s, n_kv_heads, dh).transpose(1, 2) for w in (w_k, w_v))
+            k, v = (t.repeat_interleave(n_heads // n_kv_heads, dim=1) for t in (k, v))
+            scores = q @ k.transpose(-2, -1) / math.sqrt(dh)
+            if mask is not None:
+                scores = scores.masked_fill(~mask, -1e300)
+            weights = torch.softmax(scores, dim=-1)
+            return (weights @ v).transpose(1, 2).reshape(b, s, d) @ w_o, weights
+        """,
+        r"float32 inputs with a \(3, 1, 1, 4\) padding mask",
+    ),
+    "pool: a bias": (
+        "mean_pool_kv",
+        """
+        def mean_pool_kv(w, n_heads, n_kv_heads):
+            if n_heads % n_kv_heads:
+                raise ValueError("n_kv_heads must divide n_heads")
+            rows, width = w.shape
+            d_head = width // n_heads
+            return w.reshape(rows, n_kv_heads, n_heads // n_kv_heads, d_head).mean(dim=2).reshape(rows, -1)
+        """,
+        r"a bias of shape \(12,\)",
+    ),
+    "pool: float32": (
+        "mean_pool_kv",
+        """
+        def mean_pool_kv(w, n_heads, n_kv_heads):
+            if n_heads % n_kv_heads:
+                raise ValueError("n_kv_heads must divide n_heads")
+            blocks = w.double().unflatten(-1, (n_kv_heads, n_heads // n_kv_heads, -1))
+            return blocks.mean(dim=-2).flatten(-2)
+        """,
+        r"float32",
     ),
 }
 

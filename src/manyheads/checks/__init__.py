@@ -8,15 +8,27 @@ not grades: the hidden tests that grade an exercise use other, random inputs.
 
 Modules: :mod:`~manyheads.checks.core` (shared building blocks), :mod:`~manyheads.checks.single_head_bottleneck`
 (exercise 1), :mod:`~manyheads.checks.subspaces` (2), :mod:`~manyheads.checks.head_size` (3),
-:mod:`~manyheads.checks.specialization` (4), :mod:`~manyheads.checks.pruning` (5).
+:mod:`~manyheads.checks.specialization` (4), :mod:`~manyheads.checks.pruning` (5),
+:mod:`~manyheads.checks.layer_hierarchy` (6), :mod:`~manyheads.checks.grouped_query_attention` (7).
 """
 
+from manyheads.checks.grouped_query_attention import (
+    check_grouped_query_attention,
+    check_kv_cache_bytes,
+    check_mean_pool_kv,
+    check_repeat_kv,
+)
 from manyheads.checks.head_size import (
     check_head_dim,
     check_merge_heads,
     check_mha_param_count,
     check_multi_head_attention,
     check_split_heads,
+)
+from manyheads.checks.layer_hierarchy import (
+    check_attention_rollout,
+    check_induction_score,
+    check_mean_attention_distance,
 )
 from manyheads.checks.pruning import check_ablate_heads, check_gate_importance, check_prune_mask
 from manyheads.checks.single_head_bottleneck import (
@@ -49,4 +61,11 @@ __all__ = [
     "check_ablate_heads",
     "check_gate_importance",
     "check_prune_mask",
+    "check_mean_attention_distance",
+    "check_induction_score",
+    "check_attention_rollout",
+    "check_kv_cache_bytes",
+    "check_repeat_kv",
+    "check_grouped_query_attention",
+    "check_mean_pool_kv",
 ]

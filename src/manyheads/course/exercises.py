@@ -236,6 +236,82 @@ EXERCISES: tuple[Exercise, ...] = (
         ),
         (WrittenPart("would_you_ship", 2),),
     ),
+    Exercise(
+        "06_layer_hierarchy",
+        (
+            CodePart(
+                "mean_attention_distance",
+                "check_mean_attention_distance",
+                "test_mean_attention_distance",
+                2,
+                ("manyheads.analysis.layers.mean_attention_distance", "manyheads.analysis.layers.layer_metrics"),
+                signature="weights",
+            ),
+            CodePart(
+                "induction_score",
+                "check_induction_score",
+                "test_induction_score",
+                2,
+                ("manyheads.analysis.induction.induction_score", "manyheads.analysis.induction.repeat_metrics"),
+                signature="weights, half",
+            ),
+            CodePart(
+                "attention_rollout",
+                "check_attention_rollout",
+                "test_attention_rollout",
+                3,
+                ("manyheads.analysis.layers.attention_rollout",),
+                signature="weights",
+            ),
+        ),
+        (WrittenPart("one_layer_induction", 2),),
+    ),
+    Exercise(
+        "07_grouped_query_attention",
+        (
+            CodePart(
+                "kv_cache_bytes",
+                "check_kv_cache_bytes",
+                "test_kv_cache_bytes",
+                1,
+                (
+                    "manyheads.costs.kv_cache_bytes",
+                    "manyheads.costs.head_budget",
+                    "manyheads.models.llama.kv_cache_nbytes",
+                ),
+                signature="n_layers, n_kv_heads, d_head, seq_len, batch=1, bytes_per_element=2",
+            ),
+            CodePart(
+                "repeat_kv",
+                "check_repeat_kv",
+                "test_repeat_kv",
+                1,
+                ("manyheads.attention.MultiHeadAttention", "manyheads.models.kv_heads.repeat_kv_heads"),
+                signature="x, n_rep",
+            ),
+            CodePart(
+                "grouped_query_attention",
+                "check_grouped_query_attention",
+                "test_grouped_query_attention",
+                3,
+                (
+                    "manyheads.attention.MultiHeadAttention",
+                    "manyheads.attention.scaled_dot_product_attention",
+                    "manyheads.checks.grouped_query_attention.reference_grouped_query_attention",
+                ),
+                signature="x, w_q, w_k, w_v, w_o, n_heads, n_kv_heads, mask=None",
+            ),
+            CodePart(
+                "mean_pool_kv",
+                "check_mean_pool_kv",
+                "test_mean_pool_kv",
+                2,
+                ("manyheads.models.kv_heads.group_kv_heads",),
+                signature="w, n_heads, n_kv_heads",
+            ),
+        ),
+        (WrittenPart("heads_for_three_models", 2),),
+    ),
 )
 
 
