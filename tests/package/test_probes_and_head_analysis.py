@@ -285,6 +285,7 @@ def test_probes_on_the_pretrained_model_beat_the_baselines():
 
 # ------------------------------------------------------------------------- exercise 4's visible checks
 from manyheads.checks import specialization as checks4  # noqa: E402
+from manyheads.course.delegation import suspended  # noqa: E402
 
 
 def _stub(*args, **kwargs):
@@ -292,9 +293,10 @@ def _stub(*args, **kwargs):
 
 
 def test_visible_checks_pass_on_the_reference(capsys):
-    checks4.check_mean_attention_entropy(analysis.mean_attention_entropy)
-    checks4.check_offset_attention(analysis.offset_attention)
-    checks4.check_relation_accuracy(analysis.relation_accuracy)
+    with suspended():  # the course's own computation, run through its check on purpose (the own-work rule is off)
+        checks4.check_mean_attention_entropy(analysis.mean_attention_entropy)
+        checks4.check_offset_attention(analysis.offset_attention)
+        checks4.check_relation_accuracy(analysis.relation_accuracy)
     assert capsys.readouterr().out.count("all visible checks passed") == 3
 
 
@@ -333,7 +335,7 @@ def _offset_all_queries(w, offset):  # wraps around instead of skipping the quer
     ],
 )
 def test_offset_check_names_the_bug(bug, message):
-    with pytest.raises(AssertionError, match=message):
+    with suspended(), pytest.raises(AssertionError, match=message):  # a bug built on the package's function
         checks4.check_offset_attention(bug)
 
 
