@@ -324,3 +324,24 @@ def test_importance_can_come_from_other_items_than_the_scored_ones(small_encoder
     curve = P.pruning_curve(task, "loo", step=0.25, max_fraction=0.25, importance_task=other)
     first = P.head_importance(other, "loo")
     assert (~curve.mask_at(1)).sum() == 3 and bool(first[~curve.mask_at(1)].max() <= first[curve.mask_at(1)].min())
+
+
+def test_a_shared_score_cache_scores_identical_gates_once_and_changes_no_score(toy_task):
+    calls = []
+    score = toy_task.score
+
+    def counted(gates):
+        calls.append(gates.clone())
+        return score(gates)
+
+    plain = [P.pruning_curve(toy_task, "random", step=0.25, seed=s) for s in (0, 1)]
+    toy_task.score = counted
+    try:
+        shared: dict = {}
+        cached = [P.pruning_curve(toy_task, "random", step=0.25, seed=s, scored=shared) for s in (0, 1)]
+    finally:
+        del toy_task.score
+    assert [c.scores for c in cached] == [c.scores for c in plain]
+    distinct = {g.bool().numpy().tobytes() for g in calls}
+    assert len(calls) == len(distinct), "identical gates were scored twice"
+    assert len(calls) <= 2 * 5 - 2, "the first (all heads) and last (no heads) points are shared between the orders"

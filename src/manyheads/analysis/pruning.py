@@ -252,7 +252,9 @@ class EncoderTask(PruningTask):
     """
 
     metric_name = "score"
-    MAX_TOKENS = 16384  # rows × positions per forward when the single-head ablations of a layer are batched
+    # Rows × positions per forward when the single-head ablations of a layer are batched: chunks this small stay in
+    # the CPU cache (measured: 15 % faster than 16384 on Lee, no slower on snippets).
+    MAX_TOKENS = 2048
 
     def __init__(
         self, model: nn.Module, tokenizer, texts: Sequence[str], max_tokens: int = 128, tokens_per_batch: int = 4096
@@ -676,6 +678,7 @@ def pruning_curve(
     normalize_layers: bool = False,
     initial: Tensor | None = None,
     importance_task: PruningTask | None = None,
+    scored: dict[bytes, float] | None = None,
 ) -> PruningCurve:
     """Remove the least important ``step`` of all heads at a time, re-estimating importance (chapter 5).
 
@@ -686,8 +689,10 @@ def pruning_curve(
     ``initial`` (n_layers, n_heads) replaces the first estimate, at full gates: e.g. a zero-ablation map's
     ``loss_delta``, which is leave-one-out importance already computed. ``importance_task`` (default: ``task``)
     estimates importance on other items than the ones scored, so the ranking is not fitted to the test items (the
-    same model, e.g. a sentiment task's ``importance_task``). Works for any :class:`PruningTask`: the toy models and
-    MiniLM alike.
+    same model, e.g. a sentiment task's ``importance_task``). ``scored``, a dict shared by the curves of one task,
+    scores identical gates once: every order starts with all heads and ends with none. Share it only between
+    curves of the same task and an unchanged model. Works for any :class:`PruningTask`: the toy models and MiniLM
+    alike.
     """
     if not 0 < step <= 1:
         raise ValueError(f"step must be in (0, 1], got {step}")
@@ -718,7 +723,13 @@ def pruning_curve(
             removed_at[newly] = t
             gates = keep.float()
         fractions.append(float((gates == 0).float().mean()))
-        scores.append(task.score(gates))
+        if scored is None:
+            scores.append(task.score(gates))
+            continue
+        key = gates.bool().cpu().numpy().tobytes()  # gates are 0 or 1 here
+        if key not in scored:
+            scored[key] = task.score(gates)
+        scores.append(scored[key])
     return PruningCurve(method, fractions, scores, removed_at, seed, task.name, estimates, history)
 
 
