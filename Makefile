@@ -46,11 +46,14 @@ vendor:
 test: lint $(STAMP) data vendor system-packages
 	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(BIN)/python -m pytest -n 2 --dist loadfile --timeout=1800 --durations=30
 
-# Lint and format check (ruff, configured in pyproject.toml) of the package, tests, benchmarks and notebooks.
+# Lint and format check (ruff, configured in pyproject.toml) of the package, tests, benchmarks and notebooks,
+# and the GitHub workflows against the schema check-jsonschema ships (offline; structure only, not expressions).
 # `make format` rewrites the files in ruff's format.
+WORKFLOWS := $(wildcard .github/workflows/*.yml .github/workflows/*.yaml)
 lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/check-jsonschema --builtin-schema vendor.github-workflows $(WORKFLOWS)
 
 format: $(STAMP)
 	$(BIN)/ruff check --fix .

@@ -48,10 +48,47 @@ def test_setup_cell_is_valid_python_and_inert_outside_colab(path):
     assert calls == []
 
 
-def test_setup_cell_follows_the_repository_in_config():
+def test_setup_cell_follows_the_repository_in_config_at_the_release_tag():
     url, branch = hygiene.repository_settings()
     assert url.startswith("https://github.com/")
-    assert f"git+{url}@{branch}" in hygiene.setup_cell_source()
+    source = hygiene.setup_cell_source()
+    assert f"git+{url}@{hygiene.release_tag()}" in source
+    assert f"@{branch}" not in source, "Colab installs the release, never a branch"
+
+
+@pytest.mark.parametrize("path", ALL_NOTEBOOKS, ids=_rel)
+def test_no_setup_cell_departs_from_the_template(path):
+    """One template, one parameter: the first cell is setup_cell_source(needs) for the notebook's declared needs,
+    and no other cell installs anything."""
+    nb = nbformat.read(path, as_version=4)
+    assert nb.cells[0].source == hygiene.setup_cell_source(ROOT, hygiene.colab_needs(nb))
+    for cell in nb.cells[1:]:
+        assert hygiene.SETUP_CELL_MARKER not in cell.source
+        assert not re.search(r"pip\b.*\binstall|%pip|!pip", cell.source), (
+            f"{_rel(path)} installs outside the set-up cell"
+        )
+
+
+UPGRADING = re.compile(r"^(-U|--upgrade|--force-reinstall|--upgrade-strategy|--ignore-installed|-I)$")
+
+
+@pytest.mark.parametrize("path", ALL_NOTEBOOKS, ids=_rel)
+def test_in_colab_the_setup_cell_installs_the_release_and_upgrades_nothing(path, monkeypatch):
+    import subprocess
+    import sys
+
+    nb = nbformat.read(path, as_version=4)
+    calls = []
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: calls.append(a[0]))
+    monkeypatch.setitem(sys.modules, "google.colab", object())
+    exec(compile(nb.cells[0].source, "setup-cell", "exec"), {})
+    pip = calls[0]
+    assert pip[1:4] == ["-m", "pip", "install"] and not any(UPGRADING.match(arg) for arg in pip)
+    url, _ = hygiene.repository_settings()
+    assert pip[-1] == f"manyheads[colab] @ git+{url}@{hygiene.release_tag()}"
+    needs = hygiene.colab_needs(nb)
+    # The decoder's wheel goes in through manyheads.course.colab, which installs it --no-deps (test below).
+    assert calls[1:] == ([[sys.executable, "-m", "manyheads.course.colab", *needs]] if needs else [])
 
 
 def test_cleaning_keeps_nbgrader_metadata_and_strips_outputs(tmp_path):
