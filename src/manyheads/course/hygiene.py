@@ -136,6 +136,15 @@ def problems(path: Path, root: Path = REPO_ROOT) -> list[str]:
         found.append(f"{path}: outputs or execution counts in cells {dirty}")
     if "widgets" in nb.metadata:
         found.append(f"{path}: saved widget state in the notebook metadata")
+    # MyST reads a markdown line that starts with % as a comment, so a line wrapped before "% of ..." vanishes from
+    # the page without a warning.
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type == "markdown":
+            for line in cell.source.splitlines():
+                if line.lstrip().startswith("%"):
+                    found.append(
+                        f"{path}: markdown cell {i} has a line starting with % (a MyST comment): {line[:60]!r}"
+                    )
     if raw != canonical_text(nb):
         found.append(f"{path}: not in canonical JSON form")
     try:
