@@ -154,6 +154,8 @@ def test_symmetry_table_has_one_row_per_head_count_and_initialisation(symmetry_r
     run = next(r for r in symmetry_runs if (r.n_heads, r.init) == (2, "identical"))
     assert row[3] == "2" and row[4] == f"{run.mean_accuracy:.3f} ± 0.000" and row[5] == "0"
     assert row[headers.index("rounding tolerance")] == f"{run.tolerance:.2g}"
+    _, single = symmetry.symmetry_table(symmetry_runs)  # one seed: no spread to show, so no "± 0.000"
+    assert single[[r[:3] for r in single].index(["2", "8", "identical"])][4] == f"{run.mean_accuracy:.3f}"
 
 
 def test_symmetry_refuses_shared_key_value_heads():

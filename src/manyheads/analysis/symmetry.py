@@ -265,7 +265,8 @@ SYMMETRY_HEADERS = [
 def symmetry_table(runs: Sequence[SymmetryRun]) -> tuple[list[str], list[list[str]]]:
     """``(headers, rows)`` for :func:`manyheads.show_table`, one row per head count and initialisation (chapter 5).
 
-    Accuracy is the mean over relations, then mean ± sample standard deviation over seeds; the spreads and the
+    Accuracy is the mean over relations, then mean ± sample standard deviation over seeds (the mean alone for one
+    seed); the spreads and the
     tolerance are the largest over seeds.
     """
     groups: dict[tuple[int, str], list[SymmetryRun]] = {}
@@ -274,14 +275,15 @@ def symmetry_table(runs: Sequence[SymmetryRun]) -> tuple[list[str], list[list[st
     rows = []
     for (n_heads, init), group in groups.items():
         accuracy = [run.mean_accuracy for run in group]
-        sd = statistics.stdev(accuracy) if len(accuracy) > 1 else 0.0
+        mean = f"{statistics.fmean(accuracy):.3f}"  # no "± 0.000" for one seed: one run has no spread to show
+        shown = f"{mean} ± {statistics.stdev(accuracy):.3f}" if len(accuracy) > 1 else mean
         rows.append(
             [
                 str(n_heads),
                 str(group[0].d_head),
                 init,
                 str(len(group)),
-                f"{statistics.fmean(accuracy):.3f} ± {sd:.3f}",
+                shown,
                 f"{max(run.max_spread for run in group):.2g}",
                 f"{max(run.tolerance for run in group):.2g}",
                 f"{max(run.attention_spread for run in group):.2g}",

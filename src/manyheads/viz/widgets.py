@@ -226,8 +226,9 @@ def _pruning_figure(
         layers, heads = zip(*gone)
         left.scatter(heads, layers, marker="x", s=60, color="white", linewidths=2.2)
         left.scatter(heads, layers, marker="x", s=60, color="black", linewidths=1.0, label="removed")
-    left.set_xticks(range(n_heads))
-    left.set_yticks(range(n_layers))
+    # Numbered from 1, like the chapter's maps and mh.head_name ("6-11" = layer 6, head 11).
+    left.set_xticks(range(n_heads), range(1, n_heads + 1))
+    left.set_yticks(range(n_layers), range(1, n_layers + 1))
     left.set_xlabel("head")
     left.set_ylabel("layer")
     left.set_title(f"{method}: {len(gone)} of {keep.numel()} heads removed (×)", fontsize=9)
