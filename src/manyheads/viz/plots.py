@@ -42,7 +42,14 @@ def attention_heatmap(
     if ax is None:
         _, ax = plt.subplots(figsize=(3.2, 3.0))
     image = ax.imshow(w, vmin=0.0, vmax=1.0, cmap="viridis", aspect="equal")
-    ax.set_xticks(range(w.shape[1]), key_labels if key_labels is not None else range(w.shape[1]), fontsize=7)
+    # Word labels side by side overlap once they are longer than a cell is wide: stand them upright.
+    upright = key_labels is not None and max((len(str(label)) for label in key_labels), default=0) > 2
+    ax.set_xticks(
+        range(w.shape[1]),
+        key_labels if key_labels is not None else range(w.shape[1]),
+        fontsize=7,
+        rotation=90 if upright else 0,
+    )
     ax.set_yticks(range(w.shape[0]), query_labels if query_labels is not None else range(w.shape[0]), fontsize=7)
     ax.set_xlabel("key position")
     ax.set_ylabel("query position")
