@@ -33,7 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="folder or .zip: an LMS download (Canvas, Moodle, Blackboard), <student_id>/<any>.ipynb or "
         "<student_id>__<any>.ipynb",
     )
-    g.add_argument("--out", required=True, type=Path, help="output folder (grades.csv, feedback/, report.md)")
+    g.add_argument("--out", required=True, type=Path, help="output folder (grades.csv, feedback/, report.md/.html)")
     g.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="submissions graded at once (default: cores)")
     g.add_argument("--timeout", type=int, default=60, help="seconds per cell before it is interrupted (default 60)")
     g.add_argument("--db", help="gradebook URL, e.g. postgresql://user:pw@host/course (default: sqlite in OUT/course)")
@@ -107,18 +107,21 @@ def main(argv: list[str] | None = None) -> int:
     out = args.out
     report.write_csv(out / "grades.csv", rows, facts["test_ids"])
     report.write_report(out / "report.md", rows, facts)
+    lms_lines: list[str] = []
     try:
         exported = lms.export(rows, facts, layout, out, args.gradebook, args.column, args.feedback == "student")
     except lms.LmsError as exc:  # grades.csv and the feedback are written: only the LMS files are missing
         print(f"manyheads grade: no LMS export: {exc}", file=sys.stderr)
         exported = None
     else:
+        lms_lines = lms.report_section(layout, exported, out)
         with open(out / "report.md", "a", encoding="utf-8") as f:
-            f.write("\n".join(lms.report_section(layout, exported, out)) + "\n")
+            f.write("\n".join(lms_lines) + "\n")
+    report.write_html(out / "report.html", rows, facts, lms_lines)  # the same report, with figures
     counts = {s: sum(r.status == s for r in rows) for s in ("graded", "repaired", "failed")}
     print(
         f"{len(rows)} students: {counts['graded']} graded, {counts['repaired']} repaired, {counts['failed']} failed "
-        f"in {facts['seconds']:.1f} s; wrote {out / 'grades.csv'}, {out / 'report.md'}, "
+        f"in {facts['seconds']:.1f} s; wrote {out / 'grades.csv'}, {out / 'report.md'}, {out / 'report.html'}, "
         f"{out / FEEDBACK_DIR[args.feedback]}/"
     )
     if exported is not None:

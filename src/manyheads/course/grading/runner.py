@@ -32,7 +32,9 @@ import nbformat
 from manyheads.course import delegation
 from manyheads.course.grading import collect as collect_mod
 from manyheads.course.grading import feedback as feedback_mod
+from manyheads.course.grading import flags as flags_mod
 from manyheads.course.grading import integrity
+from manyheads.course.grading import report as report_mod
 from manyheads.course.grading import sandbox as sandbox_mod
 from manyheads.course.layout import CourseLayout
 
@@ -56,6 +58,9 @@ class Row:
     feedback: Path | None = None
     repaired: bool = False
     zeroed: dict[str, str] = field(default_factory=dict)  # test id -> evidence: no points by the own-work rule
+    failures: dict[str, str] = field(default_factory=dict)  # test id -> the message its test raised (report.py)
+    flags: list[str] = field(default_factory=list)  # integrity flags for a human (flags.py): no points, no status
+    submitted: nbformat.NotebookNode | None = None  # the file as handed in, cut to what flags.out_of_order compares
 
 
 @dataclass
@@ -177,6 +182,7 @@ def check_submissions(
         else:
             chosen = checked[pick][0]
             row.notebook = chosen.notebook
+            row.submitted = flags_mod.stored(sub.files[pick][0])
             row.problems += [f"{pick}: {p}" if len(checked) > 1 else p for p in chosen.notes + chosen.repairs]
             row.repaired = row.repaired or bool(chosen.repairs)
         rows.append(row)
@@ -460,6 +466,10 @@ def grade(
             row.problems.append(f"needs a manual look: no automatic score for {', '.join(pending)}")
         row.problems += _run_notes(worker.autograded(row))
         own_work(row, worker.autograded(row), test_ids, helpers, release)
+        row.failures = report_mod.failures(nbformat.read(worker.autograded(row), as_version=4))
+        row.flags = flags_mod.out_of_order(
+            row.submitted, nbformat.read(worker.autograded(row), as_version=4), release
+        ) + flags_mod.tampering(student_cells(row.notebook, release), release, helpers)
         row.score = float(sum(v or 0.0 for v in row.tests.values()))
         row.max_score = float(sum(points.values()))
         row.status = "repaired" if row.repaired else "graded"
@@ -470,6 +480,9 @@ def grade(
             shutil.copyfile(html, row.feedback)
         else:
             row.problems.append("no feedback file was produced")
+    copied = flags_mod.identical_answers({r.student_id: flags_mod.answers(r.notebook) for r in rows}, release)
+    for row in rows:
+        row.flags += copied.get(row.student_id, [])
     _publish_course(out / "course", master, workers, assignment, db, opts)
     feedback_mod.configure(out / "course" / CONFIG_FILE, "student")  # stock generate_feedback there is safe too
     if not opts.keep_work:
