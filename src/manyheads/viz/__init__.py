@@ -3,10 +3,11 @@
 :mod:`~manyheads.viz.plots` (static figures), :mod:`~manyheads.viz.tables` (HTML tables, number formats),
 :mod:`~manyheads.viz.live` (controls + a figure or table redrawn on change, with no Output widget),
 :mod:`~manyheads.viz.widgets` (the chapters' widgets), :mod:`~manyheads.viz.attention_views` (bertviz views that
-work offline, with a static fallback).
+work offline, with a static fallback), :mod:`~manyheads.viz.glue` (values handed to the book's text).
 """
 
 from manyheads.viz.attention_views import head_view, localize, model_view, static_head_view
+from manyheads.viz.glue import glue
 from manyheads.viz.live import figure_widget, html_widget
 from manyheads.viz.plots import attention_heatmap, head_heatmaps, learning_curves
 from manyheads.viz.tables import format_bytes, format_count, html_table, mean_sd, show_table
@@ -20,6 +21,7 @@ from manyheads.viz.widgets import (
 
 __all__ = [
     "attention_heatmap",
+    "glue",
     "head_heatmaps",
     "learning_curves",
     "html_table",
