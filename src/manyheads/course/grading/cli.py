@@ -60,6 +60,12 @@ def build_parser() -> argparse.ArgumentParser:
         "OUT/feedback; full: everything, for the instructor's private review, in OUT/feedback-full",
     )
     g.add_argument("--keep-work", action="store_true", help="keep OUT/.work (worker courses and nbgrader logs)")
+    g.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="grade on a dask.distributed cluster, e.g. tcp://host:8786 (needs manyheads[cluster]; with --jobs N "
+        "the class is cut into at least N tasks of at most 25 students)",
+    )
     return parser
 
 
@@ -70,6 +76,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.db and not args.db.startswith(("postgresql", "sqlite")):
         print("manyheads grade: --db must be a postgresql:// or sqlite:/// URL", file=sys.stderr)
+        return 2
+    if args.scheduler and not args.scheduler.startswith(("tcp://", "tls://")):
+        print("manyheads grade: --scheduler must be a tcp://HOST:PORT (or tls://) address", file=sys.stderr)
         return 2
     if args.gradebook is not None and not args.gradebook.is_file():
         print(f"manyheads grade: --gradebook {args.gradebook}: no such file", file=sys.stderr)
@@ -98,6 +107,7 @@ def main(argv: list[str] | None = None) -> int:
         sandbox=not args.no_sandbox,
         keep_work=args.keep_work,
         feedback=args.feedback,
+        scheduler=args.scheduler,
     )
     try:
         rows, facts = grade(args.assignment, args.submissions, args.out, opts, course=args.course)

@@ -75,6 +75,7 @@ class Options:
     chunk: int | None = None
     feedback: str = "student"  # or "full": the instructor's private view, written to OUT/feedback-full
     limits: sandbox_mod.Limits = sandbox_mod.Limits()
+    scheduler: str | None = None  # tcp://HOST:PORT of a dask.distributed scheduler: the chunks are graded there
 
 
 def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -401,7 +402,7 @@ def grade(
     rows, skipped = check_submissions(submissions, release, assignment, opts.pattern, opts.lms)
     todo = [r for r in rows if r.notebook is not None]
     jobs = max(1, min(opts.jobs, len(todo)))
-    workers = [_Worker(i, master, work, assignment, db, opts) for i in range(jobs)]
+    workers = [] if opts.scheduler else [_Worker(i, master, work, assignment, db, opts) for i in range(jobs)]
     # One nbgrader process per chunk: its start-up costs seconds, so chunks are large (one per job for a small
     # class); a large class is cut into several chunks per job, taken from a queue so that the jobs stay balanced.
     chunk = opts.chunk or max(1, min(25, -(-len(todo) // jobs)))
@@ -430,6 +431,10 @@ def grade(
         t.start()
     for t in threads:
         t.join()
+    if opts.scheduler:  # the same chunks, each graded by the same _Worker code on a dask worker (cluster.py)
+        from manyheads.course.grading import cluster
+
+        workers = cluster.grade_on_cluster(opts.scheduler, master, work, assignment, db, opts, tasks, where)
     for worker in workers:
         if worker.rt is not None:
             shutil.rmtree(worker.rt, ignore_errors=True)
