@@ -167,3 +167,31 @@ def test_train_grid_gives_each_run_what_train_gives_it():
     )
     assert runs["two", 4].train_loss == alone.train_loss and runs["two", 4].eval_accuracy == alone.eval_accuracy
     assert runs["two", 3].train_loss != alone.train_loss  # the seed is the run's own
+
+
+def test_the_training_cache_gives_the_run_it_stored_and_misses_on_any_change(tmp_path, monkeypatch):
+    import random
+
+    from manyheads.training import CACHE_ENV
+
+    task = TwoRelationTask(vocab_size=6, seq_len=8, offsets=(1, 3))
+    config = TrainConfig(steps=12, batch_size=8, eval_every=6, eval_size=16, seed=2)
+
+    def run(config=config, d_model=16):
+        result = train(lambda: TinyAttentionModel(6, 8, d_model, 2), task, config, device="cpu", progress=False)
+        return result, (torch.randn(4).tolist(), np.random.rand(), random.random())
+
+    fresh, after_fresh = run()  # no cache: nothing written anywhere
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path))
+    stored, after_stored = run()
+    assert len(list(tmp_path.glob("*.pt"))) == 1
+    loaded, after_loaded = run()
+    for a, b in ((fresh, stored), (stored, loaded)):
+        assert a.train_loss == b.train_loss and a.eval_accuracy == b.eval_accuracy and a.eval_steps == b.eval_steps
+        assert all(torch.equal(x, y) for x, y in zip(a.model.state_dict().values(), b.model.state_dict().values()))
+    assert after_fresh == after_stored == after_loaded  # the random numbers drawn after training are the same
+    assert not loaded.model.training
+    run(TrainConfig(**{**config.__dict__, "lr": 0.02}))
+    run(TrainConfig(**{**config.__dict__, "seed": 3}))
+    run(d_model=8)
+    assert len(list(tmp_path.glob("*.pt"))) == 4  # each change is a new key
