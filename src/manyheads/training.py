@@ -212,10 +212,41 @@ def _cache_file(model: nn.Module, task, config: TrainConfig, device: torch.devic
     described = repr((type(task).__module__, repr(task), repr(config), repr(model)))
     if not folder or device.type != "cpu" or " at 0x" in described:  # an object without a stable repr: no key
         return None
+    if _has_hooks(model):  # a hook may record something during training (chapter 3's symmetry runs): train for real
+        return None
     digest = hashlib.sha256((_package_fingerprint() + described).encode())
     for name, tensor in model.state_dict().items():  # the initial weights, after seeding
         digest.update(name.encode() + tensor.detach().contiguous().numpy().tobytes())
+    # Weights and repr do not tell models apart that differ only in how they use them (the number of heads splits
+    # the same matrices differently), so the key also holds each module's settings and what the model computes.
+    for name, module in model.named_modules():
+        settings = {k: v for k, v in vars(module).items() if not k.startswith("_") and isinstance(v, SETTING_TYPES)}
+        digest.update(repr((name, sorted(settings.items()))).encode())
+    with torch.random.fork_rng(devices=[]), torch.no_grad():
+        was_training = model.training
+        model.eval()
+        tokens, _ = task.sample(2, torch.Generator().manual_seed(0), device)
+        outputs = model(tokens)
+        model.train(was_training)
+    for tensor in outputs if isinstance(outputs, (tuple, list)) else (outputs,):
+        if isinstance(tensor, Tensor):
+            digest.update(tensor.detach().float().contiguous().numpy().tobytes())
     return Path(folder) / f"{digest.hexdigest()}.pt"
+
+
+SETTING_TYPES = (int, float, str, bool, tuple, type(None))
+
+
+def _has_hooks(model: nn.Module) -> bool:
+    from torch.nn.modules import module as torch_module
+
+    hooks = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
+    global_hooks = ("_global_forward_hooks", "_global_forward_pre_hooks", "_global_backward_hooks")
+    return (
+        any(getattr(m, name, None) for m in model.modules() for name in hooks)
+        or any(getattr(p, "_backward_hooks", None) for p in model.parameters())
+        or any(getattr(torch_module, name, None) for name in global_hooks)
+    )
 
 
 def _rng_state() -> dict:

@@ -195,3 +195,38 @@ def test_the_training_cache_gives_the_run_it_stored_and_misses_on_any_change(tmp
     run(TrainConfig(**{**config.__dict__, "seed": 3}))
     run(d_model=8)
     assert len(list(tmp_path.glob("*.pt"))) == 4  # each change is a new key
+
+
+def test_a_model_with_hooks_is_trained_for_real_even_with_the_cache(tmp_path, monkeypatch):
+    """A hook may record something at every step (chapter 3's symmetry runs): loading would skip those records."""
+    from manyheads.training import CACHE_ENV
+
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path))
+    task = TwoRelationTask(vocab_size=6, seq_len=8, offsets=(1, 3))
+    config = TrainConfig(steps=5, batch_size=8, eval_every=5, eval_size=16)
+    for _ in range(2):
+        calls = []
+
+        def make(calls=calls):
+            model = TinyAttentionModel(6, 8, 16, 2)
+            model.register_forward_pre_hook(lambda module, _: calls.append(module.training))
+            return model
+
+        train(make, task, config, device="cpu", progress=False)
+        assert calls.count(True) == 5  # one per training step, both times
+    assert list(tmp_path.glob("*.pt")) == []
+
+
+def test_models_that_differ_only_in_head_count_get_different_cache_keys(tmp_path, monkeypatch):
+    """Same weights, same repr (the parameter count does not depend on h), different models: never one key."""
+    from manyheads.training import CACHE_ENV
+
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path))
+    task = TwoRelationTask(vocab_size=6, seq_len=8, offsets=(1, 3))
+    config = TrainConfig(steps=20, batch_size=8, eval_every=10, eval_size=16)
+    runs = {h: train(lambda h=h: TinyAttentionModel(6, 8, 16, h), task, config, progress=False) for h in (1, 2, 4)}
+    assert len(list(tmp_path.glob("*.pt"))) == 3
+    monkeypatch.delenv(CACHE_ENV)
+    for h, cached in runs.items():
+        fresh = train(lambda h=h: TinyAttentionModel(6, 8, 16, h), task, config, progress=False)
+        assert fresh.train_loss == cached.train_loss, h
