@@ -20,7 +20,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-sys.path[:0] = [str(HERE), str(ROOT / "tests")]
+sys.path[:0] = [str(HERE), str(ROOT / "tests" / "helpers")]
 
 import grading_corpus as corpus  # noqa: E402
 from _report import report  # noqa: E402

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+# Debian's chromium here; GitHub's Ubuntu runners ship Google Chrome instead.
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
 
 
 def chromium(*args: str, timeout: int = 120, budget_ms: int = 20000) -> subprocess.CompletedProcess:
@@ -32,3 +33,93 @@ def chromium(*args: str, timeout: int = 120, budget_ms: int = 20000) -> subproce
         *args,
     ]
     return subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+
+
+# --- Every page in a real browser (Playwright driving Debian's Chromium: no browser is downloaded) ----------------
+
+WIDTHS = {"desktop": (1280, 900), "phone": (375, 812)}
+
+# What the page looks like to the test: evaluated in the page once it has loaded and settled.
+PAGE_FACTS = """() => {
+  const width = window.innerWidth;
+  const article = document.querySelector('article') || document.body;
+  const code = [...article.querySelectorAll('div.cell_input pre, div[class^="highlight-"]:not(.output) pre')]
+    .filter(pre => !pre.closest('.cell_output'));
+  const clipped = code.filter(pre => pre.scrollWidth > pre.clientWidth + 1)
+    .map(pre => pre.innerText.split('\\n').sort((a, b) => b.length - a.length)[0].slice(0, 100));
+  const scrollBoxes = '.cell_output, .table-wrapper, mjx-container, .jupyter-widgets, table, .highlight';
+  const overflowing = [...article.querySelectorAll('*')]
+    .filter(e => e.getBoundingClientRect().right > width + 1 && !e.closest(scrollBoxes))
+    .slice(0, 5).map(e => `${e.tagName.toLowerCase()}.${String(e.className).slice(0, 40)}`);
+  const images = [...article.querySelectorAll('img')].map(img => ({
+    src: img.getAttribute('src') || '', alt: (img.getAttribute('alt') || '').trim()}));
+  return {
+    pageWidth: document.documentElement.scrollWidth,
+    viewport: width,
+    clipped,
+    overflowing,
+    images,
+    doubledEquationRefs: (article.innerText.match(/\\(\\(\\d+(\\.\\d+)?\\)\\)/g) || []),
+    widgetStates: document.querySelectorAll('script[type="application/vnd.jupyter.widget-view+json"]').length,
+    widgetsDrawn: document.querySelectorAll('.jupyter-widgets').length,
+    mathSource: article.querySelectorAll('.math, .MathJax_Preview').length,
+    mathDrawn: article.querySelectorAll('mjx-container').length,
+  };
+}"""
+
+
+def pages_of(html: Path) -> list[Path]:
+    """Every page of the built book that a reader reaches (not Sphinx's own search and index pages)."""
+    return sorted(
+        p
+        for p in html.rglob("*.html")
+        if not any(part.startswith("_") for part in p.relative_to(html).parts)
+        and p.name not in ("genindex.html", "search.html")
+    )
+
+
+def visit_every_page(html: Path, screenshots: Path) -> dict[str, dict[str, dict]]:
+    """Open every page at each of :data:`WIDTHS` in headless Chromium with nothing reachable but the built files.
+
+    Returns {page: {width name: facts}}: :data:`PAGE_FACTS` plus the browser's console errors, uncaught page errors,
+    requests that failed and requests for anything outside the book (blocked). Writes a screenshot of each page at
+    each width to ``screenshots/<width name>/<page path with / as __>.png``.
+    """
+    from playwright.sync_api import sync_playwright
+
+    if CHROMIUM is None:
+        pytest.fail("headless Chromium is needed for this test: apt-get install chromium (make test does it as root)")
+    root = html.resolve().as_uri()
+    found: dict[str, dict[str, dict]] = {}
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+        try:
+            for name, (width, height) in WIDTHS.items():
+                (screenshots / name).mkdir(parents=True, exist_ok=True)
+                for page_path in pages_of(html):
+                    rel = page_path.relative_to(html).as_posix()
+                    events: dict[str, list[str]] = {"console": [], "page_errors": [], "failed": [], "outside": []}
+                    context = browser.new_context(viewport={"width": width, "height": height})  # fresh storage
+
+                    def route(request_route, events=events):
+                        url = request_route.request.url
+                        if url.startswith((root, "data:", "blob:")):
+                            request_route.continue_()
+                        else:  # the internet, or a file outside the book: the published site would not have it
+                            events["outside"].append(url)
+                            request_route.abort()
+
+                    context.route("**/*", route)
+                    page = context.new_page()
+                    page.on("console", lambda m, e=events: m.type == "error" and e["console"].append(m.text))
+                    page.on("pageerror", lambda error, e=events: e["page_errors"].append(str(error)))
+                    page.on("requestfailed", lambda r, e=events: e["failed"].append(f"{r.url} ({r.failure})"))
+                    page.goto(page_path.as_uri(), wait_until="load")
+                    page.wait_for_timeout(400)  # MathJax and the widget manager finish after "load"
+                    facts = page.evaluate(PAGE_FACTS)
+                    page.screenshot(path=str(screenshots / name / (rel.replace("/", "__") + ".png")))
+                    context.close()
+                    found.setdefault(rel, {})[name] = {**facts, **events}
+        finally:
+            browser.close()
+    return found

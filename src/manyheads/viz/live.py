@@ -60,6 +60,27 @@ def _live(
     return widgets.VBox([*controls.values(), view, message])
 
 
+def describe_figure(fig: Any) -> str:
+    """A text alternative for a figure, from its own titles and axis labels (what a screen reader says for it)."""
+    parts = []
+    title = fig._suptitle.get_text() if getattr(fig, "_suptitle", None) is not None else ""
+    for ax in fig.axes:
+        if not ax.get_visible() or ax.get_label() == "<colorbar>":
+            continue
+        words = [ax.get_title() or ax.get_title(loc="left")]
+        if ax.get_xlabel():
+            words.append(f"x: {ax.get_xlabel()}")
+        if ax.get_ylabel():
+            words.append(f"y: {ax.get_ylabel()}")
+        words = [w for w in words if w]
+        if words:
+            parts.append(", ".join(words))
+    panels = "; ".join(parts)
+    if not title and not panels:
+        return "A figure that the controls above redraw."
+    return f"Figure{': ' + title if title else ''}{' (' + panels + ')' if panels else ''}."
+
+
 def figure_widget(draw: Callable[..., Any], dpi: int = 100, **controls: widgets.ValueWidget) -> widgets.VBox:
     """Controls (keyword = argument of ``draw``) above the figure ``draw(**values)`` returns, redrawn on change.
 
@@ -84,6 +105,8 @@ def figure_widget(draw: Callable[..., Any], dpi: int = 100, **controls: widgets.
             buffer = io.BytesIO()
             fig.savefig(buffer, format="png", dpi=dpi)
             image.value = buffer.getvalue()
+            if "tooltip" in image.traits():  # ipywidgets 8: the page's alt text (book_static/widgets_offline.js)
+                image.tooltip = describe_figure(fig)
         finally:  # also the figures of a draw that failed half-way, which the notebook would otherwise show
             for number in set(plt.get_fignums()) - before:
                 plt.close(number)
