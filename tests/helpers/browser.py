@@ -62,6 +62,7 @@ PAGE_FACTS = """() => {
     doubledEquationRefs: (article.innerText.match(/\\(\\(\\d+(\\.\\d+)?\\)\\)/g) || []),
     widgetStates: document.querySelectorAll('script[type="application/vnd.jupyter.widget-view+json"]').length,
     widgetsDrawn: document.querySelectorAll('.jupyter-widgets').length,
+    liveFigures: document.querySelectorAll('img.widget-image[src^="blob:"]').length,
     mathSource: article.querySelectorAll('.math, .MathJax_Preview').length,
     mathDrawn: article.querySelectorAll('mjx-container').length,
   };
