@@ -38,6 +38,9 @@ def chromium(*args: str, timeout: int = 120, budget_ms: int = 20000) -> subproce
 # --- Every page in a real browser (Playwright driving Debian's Chromium: no browser is downloaded) ----------------
 
 WIDTHS = {"desktop": (1280, 900), "phone": (375, 812)}
+# Whole-page screenshots take 2-3 s and 2-3 MB each: the publishing workflow asks for them, make test takes the
+# first screen of each page.
+FULL_PAGE_SHOTS = os.environ.get("MANYHEADS_FULL_PAGE_SCREENSHOTS") == "1"
 
 # What the page looks like to the test: evaluated in the page once it has loaded and settled.
 PAGE_FACTS = """() => {
@@ -118,7 +121,8 @@ def visit_every_page(html: Path, screenshots: Path) -> dict[str, dict[str, dict]
                     page.goto(page_path.as_uri(), wait_until="load")
                     page.wait_for_timeout(400)  # MathJax and the widget manager finish after "load"
                     facts = page.evaluate(PAGE_FACTS)
-                    page.screenshot(path=str(screenshots / name / (rel.replace("/", "__") + ".png")))
+                    shot = screenshots / name / (rel.replace("/", "__") + ".png")
+                    page.screenshot(path=str(shot), full_page=FULL_PAGE_SHOTS)
                     context.close()
                     found.setdefault(rel, {})[name] = {**facts, **events}
         finally:
