@@ -72,6 +72,32 @@ PAGE_FACTS = """() => {
 }"""
 
 
+# MathJax and the widget manager finish after "load", later on a busy machine (make test grades notebooks on the
+# other core): wait until the math is typeset and every saved widget drawn, or until SETTLE_MS have passed (then the
+# facts show what is missing).
+SETTLED = """() => {
+  if (document.readyState !== 'complete') return false;
+  const article = document.querySelector('article') || document.body;
+  const math = article.querySelectorAll('.math, .MathJax_Preview').length;
+  if (math && !(window.MathJax && window.MathJax.startup && article.querySelector('mjx-container'))) return false;
+  const views = document.querySelectorAll('script[type="application/vnd.jupyter.widget-view+json"]').length;
+  return document.querySelectorAll('.jupyter-widgets').length >= views;
+}"""
+SETTLE_MS = 60_000
+
+
+def settle(page) -> None:
+    """Wait for :data:`SETTLED` (at most :data:`SETTLE_MS`), then for MathJax's own typesetting promise."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    try:
+        page.wait_for_function(SETTLED, timeout=SETTLE_MS, polling=100)
+        page.evaluate("() => window.MathJax && window.MathJax.startup && window.MathJax.startup.promise")
+    except PlaywrightTimeout:
+        pass
+    page.wait_for_timeout(200)  # a last layout pass (live figures' images are decoded from the saved state)
+
+
 def pages_of(html: Path) -> list[Path]:
     """Every page of the built book that a reader reaches (not Sphinx's own search and index pages)."""
     return sorted(
@@ -119,7 +145,7 @@ def visit_every_page(html: Path, screenshots: Path) -> dict[str, dict[str, dict]
                     page.on("pageerror", lambda error, e=events: e["page_errors"].append(str(error)))
                     page.on("requestfailed", lambda r, e=events: e["failed"].append(f"{r.url} ({r.failure})"))
                     page.goto(page_path.as_uri(), wait_until="load")
-                    page.wait_for_timeout(400)  # MathJax and the widget manager finish after "load"
+                    settle(page)
                     facts = page.evaluate(PAGE_FACTS)
                     shot = screenshots / name / (rel.replace("/", "__") + ".png")
                     page.screenshot(path=str(shot), full_page=FULL_PAGE_SHOTS)

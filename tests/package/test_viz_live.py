@@ -27,13 +27,30 @@ def test_figure_widget_draws_now_redraws_on_change_and_leaves_no_figure_open():
     open_before = plt.get_fignums()
     slope = widgets.FloatSlider(value=1.0, min=-2, max=2, description="slope")
     view = live.figure_widget(line, slope=slope)
-    controls, image, message = view.children[0], view.children[1], view.children[2]
+    controls, image, alt, message = view.children
     assert controls is slope and isinstance(image, widgets.Image) and message.value == ""
+    assert live.ALT_CLASS in alt.value and "A figure that the controls above redraw." in alt.value  # no labels
     first = bytes(image.value)  # ipywidgets keeps bytes as a memoryview
     assert first.startswith(PNG)
     slope.value = -1.5
     assert bytes(image.value).startswith(PNG) and bytes(image.value) != first
     assert plt.get_fignums() == open_before, "figures are closed after rendering (else the notebook shows them too)"
+
+
+def test_the_figure_in_words_follows_the_figure_and_the_image_has_no_tooltip():
+    def labelled(gap: float):
+        fig, ax = plt.subplots()
+        ax.set(title=f"gap {gap:g}", xlabel="position", ylabel="weight")
+        return fig
+
+    gap = widgets.FloatSlider(value=1.0, description="gap")
+    view = live.figure_widget(labelled, gap=gap)
+    image, alt = view.children[1], view.children[2]
+    assert ">Figure (gap 1, x: position, y: weight).</span>" in alt.value, alt.value
+    gap.value = 2.0
+    assert "gap 2" in alt.value and "gap 1" not in alt.value
+    # A tooltip on an Image stops ipywidgets 8's page renderer from drawing it ("Could not create a view").
+    assert not getattr(image, "tooltip", None)
 
 
 def test_figure_widget_reports_a_failing_draw_under_the_controls_and_recovers():

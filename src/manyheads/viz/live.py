@@ -45,6 +45,7 @@ def _live(
     view: widgets.DOMWidget,
     show: Callable[[dict[str, Any]], None],
     message: widgets.HTML,
+    extra: tuple[widgets.DOMWidget, ...] = (),
 ) -> widgets.VBox:
     def refresh(_change: Any = None) -> None:
         values = {name: control.value for name, control in controls.items()}
@@ -57,7 +58,14 @@ def _live(
     for control in controls.values():
         control.observe(refresh, names="value")
     refresh()
-    return widgets.VBox([*controls.values(), view, message])
+    return widgets.VBox([*controls.values(), view, *extra, message])
+
+
+# An Image widget has no alt text, and a tooltip on it stops ipywidgets 8's page renderer from drawing it at all
+# (DOMWidgetView.updateTooltip reads a "description" the Image model lacks). So the words go in an HTML widget under
+# the image, visually hidden; book_static/widgets_offline.js moves them into the image's alt attribute.
+ALT_CLASS = "mh-figure-alt"
+VISUALLY_HIDDEN = "position:absolute;width:1px;height:1px;overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap"
 
 
 def describe_figure(fig: Any) -> str:
@@ -85,13 +93,15 @@ def figure_widget(draw: Callable[..., Any], dpi: int = 100, **controls: widgets.
     """Controls (keyword = argument of ``draw``) above the figure ``draw(**values)`` returns, redrawn on change.
 
     ``draw`` returns a matplotlib Figure; it is rendered to PNG and closed (so the notebook does not show it a second
-    time). ``children`` are the controls in the order given, then the image, then an error line (empty unless
-    ``draw`` raised).
+    time). ``children`` are the controls in the order given, then the image, then the figure in words
+    (:func:`describe_figure`, visually hidden: screen readers read it, and the book's pages make it the image's alt
+    text), then an error line (empty unless ``draw`` raised).
     """
     import matplotlib.pyplot as plt
 
     controls = _checked(controls)
     image = widgets.Image(format="png", layout=widgets.Layout(max_width="100%", height="auto"))
+    alt = widgets.HTML()  # the figure in words, for screen readers (Image has no alt text of its own)
     message = widgets.HTML()
 
     def show(values: dict[str, Any]) -> None:
@@ -105,13 +115,12 @@ def figure_widget(draw: Callable[..., Any], dpi: int = 100, **controls: widgets.
             buffer = io.BytesIO()
             fig.savefig(buffer, format="png", dpi=dpi)
             image.value = buffer.getvalue()
-            if "tooltip" in image.traits():  # ipywidgets 8: the page's alt text (book_static/widgets_offline.js)
-                image.tooltip = describe_figure(fig)
+            alt.value = f'<span class="{ALT_CLASS}" style="{VISUALLY_HIDDEN}">{html.escape(describe_figure(fig))}</span>'
         finally:  # also the figures of a draw that failed half-way, which the notebook would otherwise show
             for number in set(plt.get_fignums()) - before:
                 plt.close(number)
 
-    return _live(controls, image, show, message)
+    return _live(controls, image, show, message, extra=(alt,))
 
 
 def html_widget(render: Callable[..., str], **controls: widgets.ValueWidget) -> widgets.VBox:

@@ -18,7 +18,6 @@ its students' rows, never dropped.
 from __future__ import annotations
 
 import io
-import shutil
 import tarfile
 import tempfile
 from pathlib import Path
@@ -71,8 +70,7 @@ def grade_chunk(course: bytes, assignment: str, db: str, opts: runner.Options, i
             worker.autograde(rows)
             worker.feedback()
         finally:
-            if worker.rt is not None:
-                shutil.rmtree(worker.rt, ignore_errors=True)
+            worker.close()
         names = ["autograded", "feedback", "gradebook.db", *(p.name for p in worker.root.glob("submitted-*"))]
         return {
             "files": _pack(worker.root, names),
@@ -85,7 +83,7 @@ class _Returned(runner._Worker):
     """A chunk graded on the cluster, unpacked where ``runner.grade`` looks for a local worker's results."""
 
     def __init__(self, root: Path, assignment: str, db: str, log: list[str]):
-        self.root, self.assignment, self.log, self.rt = root, assignment, log, None
+        self.root, self.assignment, self.log, self.rt, self.template = root, assignment, log, None, None
         self.db = db if db.startswith("postgresql") else f"sqlite:///{root / 'gradebook.db'}"
 
 

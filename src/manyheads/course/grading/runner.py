@@ -219,23 +219,50 @@ class _Worker:
         self.db = db if db.startswith("postgresql") else f"sqlite:///{self.root / 'gradebook.db'}"
         self.assignment, self.opts, self.chunks, self.log = assignment, opts, 0, []
         self.args = [f"--Execute.timeout={opts.timeout}", "--OverwriteCells.add_missing_cells=True"]
-        self.env: dict[str, str] = {}
-        self.rt: Path | None = None
+        self.uid = sandbox_mod.worker_uid(index)
         if opts.sandbox:
             rt, scratch = sandbox_mod.runtime_folder(self.root / "sandbox")
-            self.rt = rt
-            share = sandbox_mod.prepare(
-                self.root / "sandbox", opts.limits, uid=sandbox_mod.worker_uid(index), assignment=assignment
-            )
+            share = sandbox_mod.prepare(self.root / "sandbox", opts.limits, uid=self.uid, assignment=assignment)
             self.args += sandbox_mod.nbgrader_args(rt)
             self.env = sandbox_mod.environment(share, rt, scratch)
         else:  # no sandbox: the same launcher (the own-work rule) in a plain kernel
+            rt, _ = sandbox_mod.runtime_folder(self.root / "kernel")
             share = sandbox_mod.prepare_plain(self.root / "kernel", opts.limits, assignment)
             self.args.append(f"--Execute.kernel_name={sandbox_mod.PLAIN_KERNEL_NAME}")
-            self.env = {"JUPYTER_PATH": str(share)}
+            self.env = {"JUPYTER_PATH": str(share), "JUPYTER_RUNTIME_DIR": str(rt)}
+        self.rt: Path | None = rt
+        self.share = share
+        self.template: subprocess.Popen | None = None
+        self.start_template()
+
+    def start_template(self) -> None:
+        """(Re)start this worker's template process (kernel_template.py): kernels are forked from it, each in its
+        own sandbox, instead of each starting Python and importing torch again. Without it they start as before."""
+        if self.template is not None and self.template.poll() is None:
+            return
+        self.template = sandbox_mod.start_template(
+            self.share,
+            self.rt,
+            self.opts.limits,
+            uid=self.uid,
+            assignment=self.assignment,
+            sandboxed=self.opts.sandbox,
+            log=self.root / "template.log",
+        )
+        if self.template is not None and not sandbox_mod.template_ready(self.rt, self.template):
+            self.log.append((self.root / "template.log").read_text(encoding="utf-8", errors="replace")[-2000:])
+
+    def close(self) -> None:
+        """Stop the template process and remove the runtime folder."""
+        if self.template is not None and self.template.poll() is None:
+            self.template.kill()
+            self.template.wait()
+        if self.rt is not None:
+            shutil.rmtree(self.rt, ignore_errors=True)
 
     def autograde(self, rows: list[Row]) -> None:
         self.chunks += 1
+        self.start_template()  # again if a kernel's fate took it down
         folder = f"submitted-{self.chunks}"
         for row in rows:
             target = self.root / folder / row.student_id / self.assignment
@@ -436,8 +463,7 @@ def grade(
 
         workers = cluster.grade_on_cluster(opts.scheduler, master, work, assignment, db, opts, tasks, where)
     for worker in workers:
-        if worker.rt is not None:
-            shutil.rmtree(worker.rt, ignore_errors=True)
+        worker.close()
     if errors:
         raise errors[0]
     # Scores from the gradebook(s), feedback into OUT/feedback/<student>/<notebook>.html

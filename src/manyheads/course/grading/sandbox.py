@@ -21,6 +21,7 @@ which works across network namespaces. See :func:`nbgrader_args` and :func:`envi
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shlex
@@ -29,10 +30,12 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import manyheads
+from manyheads.course.grading import kernel_template
 
 KERNEL_NAME = "manyheads-sandbox"
 INSTALL_HINT = (
@@ -62,19 +65,9 @@ class Limits:
 
 LAUNCHER = '''\
 """Start ipykernel with every output stream cut after a fixed number of bytes (written by manyheads.course.grading)."""
-import sys
-LIMIT = {limit}
-from ipykernel import iostream
-_write = iostream.OutStream.write
-def write(self, text):
-    used = getattr(self, "_mh_used", 0)
-    if used >= LIMIT:
-        return len(text)
-    self._mh_used = used + len(text)
-    if self._mh_used > LIMIT:
-        text = text[: LIMIT - used] + "\\n[output cut by the grader after {limit} characters]\\n"
-    return _write(self, text)
-iostream.OutStream.write = write
+from manyheads.course.grading.kernel_template import cap_output
+cap_output({limit})
+del cap_output
 {guard}from ipykernel import kernelapp
 kernelapp.launch_new_instance()
 '''
@@ -130,18 +123,9 @@ def _outermost(paths: list[str]) -> list[str]:
     return [p for p in paths if not any(p != q and p.startswith(q.rstrip("/") + "/") for q in paths)]
 
 
-def prepare(
-    folder: Path, limits: Limits = Limits(), uid: int = SANDBOX_UID_BASE, assignment: str | None = None
-) -> Path:
-    """Write the kernel spec (under ``folder/share/jupyter/kernels``) and its launcher; return the share folder.
-
-    As root the kernels run as ``uid``; otherwise as the user who grades. With ``assignment``, every kernel applies
-    the own-work rule of that exercise before the notebook's first cell.
-    """
-    folder = Path(folder).resolve()
-    spec_dir = folder / "share" / "jupyter" / "kernels" / KERNEL_NAME
-    spec_dir.mkdir(parents=True, exist_ok=True)
-    (spec_dir / "launcher.py").write_text(launcher(limits, assignment), encoding="utf-8")
+def _sandbox_args(spec_dir: Path) -> list[str]:
+    """bwrap's arguments shared by every sandboxed process (kernel or template): namespaces, the read-only view of
+    the system, Python and the package, the environment. The caller adds its own binds and the command."""
     as_root = os.geteuid() == 0
     ro = _outermost(_ro_binds() + [str(spec_dir)])
     # bwrap creates missing parents of mount points with mode 0700, which the sandbox user cannot cross: make them 0755.
@@ -154,22 +138,52 @@ def prepare(
         },
         key=len,
     )
-    dirs = " ".join(
-        f"--perms 0755 --dir {shlex.quote(p)}"
+    dirs = [
+        arg
         for p in parents
         if not p.startswith(("/usr", "/tmp")) or p.startswith("/tmp/")
-    )
-    binds = " ".join(f"--ro-bind {shlex.quote(p)} {shlex.quote(p)}" for p in ro)
-    # As root: bwrap without a user namespace, then setpriv drops to `uid` (no capabilities, no new privileges).
+        for arg in ("--perms", "0755", "--dir", p)
+    ]
+    # As root: bwrap without a user namespace (then setpriv, or the template's child, drops to the sandbox user).
     # Not root: bwrap makes a user namespace itself and the kernel keeps the instructor's uid, without capabilities.
     unshare = (
-        "--unshare-net --unshare-pid --unshare-ipc --unshare-uts --unshare-cgroup-try"
+        ["--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
         if as_root
-        else "--unshare-all --cap-drop ALL"
+        else ["--unshare-all", "--cap-drop", "ALL"]
     )
+    env = [arg for name, value in kernel_template.SANDBOX_ENV.items() for arg in ("--setenv", name, value)]
+    return [
+        *unshare,
+        "--die-with-parent",
+        "--new-session",
+        *("--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"),
+        *("--perms", "0755", "--dir", "/run", "--perms", "0755", "--dir", "/home"),
+        *dirs,
+        *(arg for p in ro for arg in ("--ro-bind", p, p)),
+        *("--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64"),
+        *("--symlink", "usr/bin", "/bin", "--symlink", "usr/sbin", "/sbin"),
+        "--clearenv",
+        *env,
+    ]
+
+
+def prepare(
+    folder: Path, limits: Limits = Limits(), uid: int = SANDBOX_UID_BASE, assignment: str | None = None
+) -> Path:
+    """Write the kernel spec (under ``folder/share/jupyter/kernels``) and its launchers; return the share folder.
+
+    As root the kernels run as ``uid``; otherwise as the user who grades. With ``assignment``, every kernel applies
+    the own-work rule of that exercise before the notebook's first cell. The spec's launcher asks the worker's
+    template process for a kernel (:func:`start_template`) and, without one, starts a kernel in a sandbox of its
+    own (``run-kernel.sh``).
+    """
+    folder = Path(folder).resolve()
+    spec_dir = folder / "share" / "jupyter" / "kernels" / KERNEL_NAME
+    spec_dir.mkdir(parents=True, exist_ok=True)
+    (spec_dir / "launcher.py").write_text(launcher(limits, assignment), encoding="utf-8")
     drop = (
         f"setpriv --reuid={uid} --regid={uid} --clear-groups --inh-caps=-all --bounding-set=-all --no-new-privs --"
-        if as_root
+        if os.geteuid() == 0
         else ""
     )
     # The process limit (RLIMIT_NPROC) counts every process and thread of the kernel's user, also outside the
@@ -177,7 +191,7 @@ def prepare(
     # has hundreds of threads) count too, so the kernel may start `processes` more than the user runs now.
     nproc = (
         f"NPROC={limits.processes}"
-        if as_root
+        if os.geteuid() == 0
         else 'NPROC=$(( $(find /proc/[0-9]*/task -mindepth 1 -maxdepth 1 -user "$(id -u)" 2>/dev/null | wc -l)'
         f" + {limits.processes} ))"
     )
@@ -197,54 +211,95 @@ cp "$CONN" "$SCRATCH/.connection.json" && chmod 0644 "$SCRATCH/.connection.json"
 exec 2>>"$MANYHEADS_SCRATCH/../kernel.log" \\
   prlimit --as={limits.memory_bytes} --cpu={limits.cpu_seconds} --nproc="$NPROC" \\
   --fsize={limits.file_bytes} --nofile={limits.open_files} --core=0 -- \\
-  bwrap {unshare} --die-with-parent --new-session \\
-  --dev /dev --proc /proc --tmpfs /tmp --perms 0755 --dir /run --perms 0755 --dir /home \\
-  {dirs} \\
-  {binds} \\
-  --symlink usr/lib /lib --symlink usr/lib64 /lib64 --symlink usr/bin /bin --symlink usr/sbin /sbin \\
+  bwrap {shlex.join(_sandbox_args(spec_dir))} \\
   $(for d in $RT_PARENTS; do printf -- '--perms 0755 --dir %s ' "$d"; done) \\
   --bind "$RT" "$RT" --bind "$SCRATCH" /home/student --chdir /home/student \\
-  --clearenv --setenv HOME /home/student --setenv MPLCONFIGDIR /tmp --setenv PATH /usr/bin:/bin \\
-  --setenv LANG C.UTF-8 --setenv OMP_NUM_THREADS 1 --setenv MKL_NUM_THREADS 1 \\
   {drop} {shlex.quote(sys.executable)} {shlex.quote(str(spec_dir / "launcher.py"))} -f /home/student/.connection.json
 """
     run = spec_dir / "run-kernel.sh"
     run.write_text(script, encoding="utf-8")
     run.chmod(0o755)
-    (spec_dir / "kernel.json").write_text(
-        json.dumps(
-            {
-                "argv": [str(run), "{connection_file}"],
-                "display_name": "Python 3 (manyheads sandbox)",
-                "language": "python",
-                "interrupt_mode": "message",
-            },
-            indent=1,
-        ),
-        encoding="utf-8",
-    )
+    _write_spec(spec_dir, "Python 3 (manyheads sandbox)", [str(run)], interrupt_mode="message")
     return folder / "share" / "jupyter"
 
 
 def prepare_plain(folder: Path, limits: Limits = Limits(), assignment: str | None = None) -> Path:
     """Without the sandbox (``--no-sandbox``): a kernel spec that only runs the launcher (output limits and the
-    own-work rule), so that grades do not depend on the sandbox. Returns the share folder."""
+    own-work rule), so that grades do not depend on the sandbox; it too asks the worker's template process first.
+    Returns the share folder."""
     folder = Path(folder).resolve()
     spec_dir = folder / "share" / "jupyter" / "kernels" / PLAIN_KERNEL_NAME
     spec_dir.mkdir(parents=True, exist_ok=True)
     (spec_dir / "launcher.py").write_text(launcher(limits, assignment), encoding="utf-8")
-    (spec_dir / "kernel.json").write_text(
-        json.dumps(
-            {
-                "argv": [sys.executable, str(spec_dir / "launcher.py"), "-f", "{connection_file}"],
-                "display_name": "Python 3 (manyheads grading)",
-                "language": "python",
-            },
-            indent=1,
-        ),
-        encoding="utf-8",
-    )
+    _write_spec(spec_dir, "Python 3 (manyheads grading)", [sys.executable, str(spec_dir / "launcher.py"), "-f"])
     return folder / "share" / "jupyter"
+
+
+def _write_spec(spec_dir: Path, display_name: str, fallback: list[str], **extra: str) -> None:
+    """kernel.json: the thin client (kernel_template.CLIENT), which runs ``fallback`` + the connection file when the
+    worker has no template process."""
+    client = spec_dir / "client.py"
+    client.write_text(kernel_template.client_source(fallback), encoding="utf-8")
+    spec = {
+        "argv": [sys.executable, "-I", "-S", str(client), "{connection_file}"],
+        "display_name": display_name,
+        "language": "python",
+        **extra,
+    }
+    (spec_dir / "kernel.json").write_text(json.dumps(spec, indent=1), encoding="utf-8")
+
+
+def start_template(
+    share: Path,
+    rt: Path,
+    limits: Limits = Limits(),
+    uid: int = SANDBOX_UID_BASE,
+    assignment: str | None = None,
+    sandboxed: bool = True,
+    log: Path | None = None,
+) -> subprocess.Popen | None:
+    """Start the worker's template process (:mod:`kernel_template`) for the kernel spec in ``share``; its socket
+    goes in the runtime folder ``rt``. None where it cannot help: sandboxed but not root (the template needs root
+    to give each kernel its own mounts and user; the kernels then start in a sandbox of their own each)."""
+    if sandboxed and os.geteuid() != 0:
+        return None
+    spec_dir = Path(share) / "kernels" / (KERNEL_NAME if sandboxed else PLAIN_KERNEL_NAME)
+    command = [
+        sys.executable,
+        "-m",
+        "manyheads.course.grading.kernel_template",
+        f"--socket={rt / kernel_template.SOCKET_NAME}",
+        f"--limits={json.dumps(dataclasses.asdict(limits))}",
+        *([f"--assignment={assignment}"] if assignment else []),
+    ]
+    if sandboxed:
+        rt_parents = [str(p) for p in reversed(Path(rt).parents) if str(p) != "/"]
+        command = [
+            "bwrap",
+            *_sandbox_args(spec_dir),
+            *(arg for p in rt_parents for arg in ("--perms", "0755", "--dir", p)),
+            *("--bind", str(rt), str(rt), "--perms", "0755", "--dir", "/home/student", "--chdir", "/home/student"),
+            *command,
+            "--sandboxed",
+            f"--uid={uid}",
+        ]
+    stderr = open(log, "ab") if log else subprocess.DEVNULL  # noqa: SIM115 (the child keeps it)
+    try:
+        return subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=stderr, stderr=stderr)
+    finally:
+        if log:
+            stderr.close()
+
+
+def template_ready(rt: Path, process: subprocess.Popen | None, timeout: float = 120) -> bool:
+    """Wait until the template in ``process`` listens in ``rt`` (its imports take seconds); False if it died."""
+    sock = Path(rt) / kernel_template.SOCKET_NAME
+    deadline = time.monotonic() + timeout
+    while process is not None and process.poll() is None and time.monotonic() < deadline:
+        if sock.exists():
+            return True
+        time.sleep(0.05)
+    return False
 
 
 def runtime_folder(worker: Path) -> tuple[Path, Path]:
