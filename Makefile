@@ -26,13 +26,15 @@ env: $(STAMP) data
 
 # Build the book into _build/html, executing the chapters (cached in _build/.jupyter_cache); any warning fails it.
 # jupyter-cache executes a chapter again only when the notebook changes, but the chapters' numbers also come from
-# the manyheads package and the pinned versions: when those change, the cache is emptied first.
+# the manyheads package and the pinned versions: when those change, the cache is emptied first (and Sphinx's record
+# of what it read, else it would see unchanged notebooks and execute nothing).
 CACHE := _build/.jupyter_cache
 book: $(STAMP) data vendor
 	@sources="$$(find src requirements.txt requirements-models.txt -type f \( -name '*.py' -o -name '*.conll' -o -name '*.txt' \) | LC_ALL=C sort)"; \
 	fingerprint="$$(cat $$sources | sha256sum | cut -d' ' -f1)"; \
-	if [ -d $(CACHE) ] && [ "$$(cat $(CACHE)/manyheads.sha256 2>/dev/null)" != "$$fingerprint" ]; then \
-	  echo "The manyheads package or requirements.txt changed: every chapter runs again."; rm -rf $(CACHE); \
+	if [ "$$(cat $(CACHE)/manyheads.sha256 2>/dev/null)" != "$$fingerprint" ]; then \
+	  [ -d _build/.doctrees ] && echo "The manyheads package or requirements.txt changed: every chapter runs again."; \
+	  rm -rf $(CACHE) _build/.doctrees; \
 	fi; \
 	$(BIN)/jupyter-book build . -W -n --keep-going && echo "$$fingerprint" > $(CACHE)/manyheads.sha256
 

@@ -10,6 +10,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -397,6 +398,10 @@ def test_batch_runs_to_the_end_and_writes_everything(graded):
             assert f"| {student} | {case.status} |" in report_md
     assert not (out / ".work").exists(), "scratch is removed at the end"
     assert (out / "course" / "gradebook.db").is_file()
+    if os.geteuid() == 0:  # every notebook's kernel was forked from a worker's template process (kernel_template.py)
+        graded_rows = sum(1 for r in graded["rows"].values() if r["score"] != "")
+        forked = int(re.search(r"(\d+) kernel\(s\) forked from a template process", report_md).group(1))
+        assert forked >= graded_rows, report_md
 
 
 STUDENTS = [
@@ -474,6 +479,51 @@ def test_stock_nbgrader_reads_the_merged_gradebook(graded):
     for student, row in graded["rows"].items():
         if row["status"] != "failed":
             assert scores[student] == pytest.approx(float(row["score"])), student
+
+
+# What stock nbgrader gives the same notebooks: its own course, its default kernel (not the sandbox or the template
+# process), one ``nbgrader autograde``. Every part gets the same points, except those the own-work rule zeroed, which
+# the report lists (issue 15).
+SAME_AS_STOCK = ["correct", "partial", "blank", "colab", "extra_cells", "delegates_direct"]
+
+
+@pytest.mark.slow
+def test_grades_equal_stock_nbgrader_s_except_the_parts_the_own_work_rule_zeroed(graded, tmp_path):
+    from nbgrader.api import Gradebook
+
+    from manyheads.course import release
+
+    course = tmp_path / "stock"
+    course.mkdir()
+    shutil.copy2(corpus.ROOT / "nbgrader_config.py", course / "nbgrader_config.py")
+    shutil.copytree(corpus.ROOT / "solutions" / EX1, course / "solutions" / EX1)
+    for student in SAME_AS_STOCK:  # the notebooks manyheads grade graded (after its integrity repairs)
+        target = course / "submitted" / student / EX1
+        target.mkdir(parents=True)
+        shutil.copy2(graded["out"] / "course" / "submitted" / student / EX1 / f"{EX1}.ipynb", target)
+    env = {**os.environ, "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]])}
+    for args in (["generate_assignment", EX1, "--force"], ["autograde", EX1, "--force"]):
+        done = subprocess.run(
+            release.nbgrader_command(*args, root=course), cwd=course, env=env, capture_output=True, text=True
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        stock = {
+            student: {g.name: g.auto_score for g in gb.find_submission_notebook(EX1, EX1, student).grades}
+            for student in SAME_AS_STOCK
+        }
+    test_ids = ("test_softmax", "test_scaled_dot_product_attention", "test_attention_entropy")
+    zeroed_seen = 0
+    for student in SAME_AS_STOCK:
+        row = graded["rows"][student]
+        for test in test_ids:
+            if f"own work: {test} got no points" in row["problems"]:
+                zeroed_seen += 1
+                # stock may give 0 too: the visible check that the test cell runs first applies the rule anywhere
+                assert float(row[test]) == 0.0 <= stock[student][test], (student, test)
+            else:
+                assert float(row[test]) == stock[student][test], (student, test, row[test], stock[student][test])
+    assert zeroed_seen == 1, "delegates_direct: exactly its Part 2 is zeroed, and the report says so"
 
 
 # ------------------------------------------------------------------------------------------------------------------

@@ -16,7 +16,8 @@ import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 
 import nbformat
@@ -127,13 +128,17 @@ def run_hidden_tests(exercise: Exercise, part: CodePart, namespace: dict) -> Non
 # Real nbgrader
 
 
-def start_nbgrader(course: Path, *args: str) -> subprocess.Popen:
+def start_nbgrader(course: Path, *args: str, env: Mapping[str, str] | None = None) -> subprocess.Popen:
     """Start one nbgrader command in ``course`` (which holds a copy of the course's nbgrader_config.py).
 
     nbgrader creates a gradebook by running the ``alembic`` executable from PATH, so the venv's bin/ goes first
-    there even when the tests run without an activated venv.
+    there even when the tests run without an activated venv. ``env``: more variables for it.
     """
-    env = {**os.environ, "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])}
+    env = {
+        **os.environ,
+        "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
+        **(env or {}),
+    }
     return subprocess.Popen(
         release.nbgrader_command(*args, root=course),
         cwd=course,
@@ -233,6 +238,35 @@ def once_per_run(
         return json.loads(stored.read_text(encoding="utf-8"))
 
 
+@contextmanager
+def forked_kernels(folder: Path, count: int) -> Iterator[list[tuple[list[str], dict[str, str]]]]:
+    """``count`` (nbgrader arguments, environment) pairs, each naming a kernel spec whose kernels are forked from a
+    template process of its own with torch and the course package imported (the kernels ``manyheads grade`` uses
+    without its sandbox, here without the own-work rule too), so that each notebook does not spend seconds starting
+    Python and importing torch. The kernel is still ipykernel, run by nbgrader as usual; tests/course compares the
+    grades these kernels give with stock nbgrader's default kernel."""
+    from manyheads.course.grading import sandbox
+
+    specs, templates, runtimes = [], [], []
+    try:
+        for i in range(count):
+            rt, _ = sandbox.runtime_folder(folder / f"kernel-{i}")
+            runtimes.append(rt)
+            share = sandbox.prepare_plain(folder / f"kernel-{i}")
+            templates.append(sandbox.start_template(share, rt, sandboxed=False, log=folder / f"template-{i}.log"))
+            specs.append(([f"--Execute.kernel_name={sandbox.PLAIN_KERNEL_NAME}"], sandbox.environment(share, rt)))
+        for rt, template in zip(runtimes, templates):
+            sandbox.template_ready(rt, template)  # else its kernels start Python each, as stock nbgrader does
+        yield specs
+    finally:
+        for template in templates:
+            if template is not None:
+                template.kill()
+                template.wait()
+        for rt in runtimes:
+            shutil.rmtree(rt, ignore_errors=True)
+
+
 def autograde_submissions(
     base: Path, exercise: Exercise, answers: Mapping[str, Mapping[str, str]], copies: int = 2
 ) -> dict:
@@ -254,7 +288,12 @@ def autograde_submissions(
         shutil.copytree(course.root, other.root)
     for i, (student, nb) in enumerate(submissions.items()):
         submit(courses[i % copies], student, stem, nb)
-    finished = [finish(p) for p in [start_nbgrader(c.root, "autograde", stem, "--force") for c in courses]]
+    with forked_kernels(base / "kernels", copies) as kernels:
+        started = [
+            start_nbgrader(c.root, "autograde", stem, "--force", *args, env=env)
+            for c, (args, env) in zip(courses, kernels)
+        ]
+        finished = [finish(p) for p in started]
     found: dict = {
         "returncode": max(status for status, _ in finished),
         "log": "".join(out for _, out in finished),

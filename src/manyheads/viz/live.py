@@ -115,7 +115,8 @@ def figure_widget(draw: Callable[..., Any], dpi: int = 100, **controls: widgets.
             buffer = io.BytesIO()
             fig.savefig(buffer, format="png", dpi=dpi)
             image.value = buffer.getvalue()
-            alt.value = f'<span class="{ALT_CLASS}" style="{VISUALLY_HIDDEN}">{html.escape(describe_figure(fig))}</span>'
+            words = html.escape(describe_figure(fig))
+            alt.value = f'<span class="{ALT_CLASS}" style="{VISUALLY_HIDDEN}">{words}</span>'
         finally:  # also the figures of a draw that failed half-way, which the notebook would otherwise show
             for number in set(plt.get_fignums()) - before:
                 plt.close(number)

@@ -72,6 +72,7 @@ def grade_chunk(course: bytes, assignment: str, db: str, opts: runner.Options, i
         finally:
             worker.close()
         names = ["autograded", "feedback", "gradebook.db", *(p.name for p in worker.root.glob("submitted-*"))]
+        names.append("template.log")  # the report's count of kernels forked from a template
         return {
             "files": _pack(worker.root, names),
             "problems": {r.student_id: r.problems for r in rows},

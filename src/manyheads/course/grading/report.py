@@ -195,6 +195,7 @@ def write_report(path: Path, rows, facts: dict) -> None:
         else "No notebook could be graded.",
         "",
         f"Graded with {facts['jobs']} job(s), sandbox {'on' if facts['sandbox'] else 'OFF'}, "
+        f"{facts.get('forked_kernels', 0)} kernel(s) forked from a template process, "
         f"{facts['db']} gradebook, in {facts['seconds']:.0f} s.",
         "",
         "## Parts",
@@ -441,6 +442,7 @@ def write_html(path: Path, rows, facts: dict, extra: list[str] = ()) -> None:
         ("Time", f"{facts['seconds']:.0f} s"),
         ("Jobs", str(facts["jobs"])),
         ("Sandbox", "on" if facts["sandbox"] else "OFF (trusted code only)"),
+        ("Kernels forked from a template", str(facts.get("forked_kernels", 0))),
         ("Gradebook", str(facts["db"])),
     ]
     body += [f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in facts_list]

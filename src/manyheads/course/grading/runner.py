@@ -33,7 +33,7 @@ from manyheads.course import delegation
 from manyheads.course.grading import collect as collect_mod
 from manyheads.course.grading import feedback as feedback_mod
 from manyheads.course.grading import flags as flags_mod
-from manyheads.course.grading import integrity
+from manyheads.course.grading import integrity, kernel_template
 from manyheads.course.grading import report as report_mod
 from manyheads.course.grading import sandbox as sandbox_mod
 from manyheads.course.layout import CourseLayout
@@ -229,7 +229,7 @@ class _Worker:
             rt, _ = sandbox_mod.runtime_folder(self.root / "kernel")
             share = sandbox_mod.prepare_plain(self.root / "kernel", opts.limits, assignment)
             self.args.append(f"--Execute.kernel_name={sandbox_mod.PLAIN_KERNEL_NAME}")
-            self.env = {"JUPYTER_PATH": str(share), "JUPYTER_RUNTIME_DIR": str(rt)}
+            self.env = sandbox_mod.environment(share, rt)
         self.rt: Path | None = rt
         self.share = share
         self.template: subprocess.Popen | None = None
@@ -251,6 +251,14 @@ class _Worker:
         )
         if self.template is not None and not sandbox_mod.template_ready(self.rt, self.template):
             self.log.append((self.root / "template.log").read_text(encoding="utf-8", errors="replace")[-2000:])
+
+    def kernels_from_template(self) -> int:
+        """How many kernels this worker's template process has forked so far (its log says)."""
+        log = self.root / "template.log"
+        if not log.is_file():
+            return 0
+        text = log.read_text(encoding="utf-8", errors="replace")
+        return sum(line.startswith(kernel_template.SERVED) for line in text.splitlines())
 
     def close(self) -> None:
         """Stop the template process and remove the runtime folder."""
@@ -462,6 +470,7 @@ def grade(
         from manyheads.course.grading import cluster
 
         workers = cluster.grade_on_cluster(opts.scheduler, master, work, assignment, db, opts, tasks, where)
+    forked = sum(w.kernels_from_template() for w in workers)
     for worker in workers:
         worker.close()
     if errors:
@@ -523,6 +532,7 @@ def grade(
         "skipped": skipped,
         "jobs": jobs,
         "sandbox": opts.sandbox,
+        "forked_kernels": forked,  # kernels forked from a template process (the rest started Python each)
         "seconds": time.monotonic() - started,
         "test_ids": test_ids,
         "points": points,

@@ -322,11 +322,12 @@ def nbgrader_args(rt: Path) -> list[str]:
     ]
 
 
-def environment(share: Path, rt: Path, scratch: Path) -> dict[str, str]:
-    """Variables for the nbgrader process: where the kernel spec lives and where connection files go."""
+def environment(share: Path, rt: Path, scratch: Path | None = None) -> dict[str, str]:
+    """Variables for the nbgrader process: where the kernel spec lives and where connection files go (the runtime
+    folder ``rt``, where the kernel's client looks for the template's socket); ``scratch``: the sandbox's."""
     return {
         "JUPYTER_PATH": str(share),
         "TMPDIR": str(rt),
         "JUPYTER_RUNTIME_DIR": str(rt),
-        "MANYHEADS_SCRATCH": str(scratch),
+        **({"MANYHEADS_SCRATCH": str(scratch)} if scratch else {}),
     }
