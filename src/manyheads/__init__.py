@@ -251,6 +251,8 @@ _NAMES = {
     "static_head_view": "manyheads.viz.attention_views",
     "figure_widget": "manyheads.viz.live",
     "html_widget": "manyheads.viz.live",
+    "COLOURBLIND_SAFE": "manyheads.viz.style",
+    "use_course_style": "manyheads.viz.style",
     "attention_heatmap": "manyheads.viz.plots",
     "head_heatmaps": "manyheads.viz.plots",
     "learning_curves": "manyheads.viz.plots",

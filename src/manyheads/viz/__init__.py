@@ -1,5 +1,6 @@
 """What the reader sees: figures, tables, live views, widgets and bertviz views (imports matplotlib and ipywidgets).
 
+:mod:`~manyheads.viz.style` (the course's font sizes and colour-blind-safe colours),
 :mod:`~manyheads.viz.plots` (static figures), :mod:`~manyheads.viz.tables` (HTML tables, number formats),
 :mod:`~manyheads.viz.live` (controls + a figure or table redrawn on change, with no Output widget),
 :mod:`~manyheads.viz.widgets` (the chapters' widgets), :mod:`~manyheads.viz.attention_views` (bertviz views that
@@ -10,6 +11,7 @@ from manyheads.viz.attention_views import head_view, localize, model_view, stati
 from manyheads.viz.glue import glue
 from manyheads.viz.live import figure_widget, html_widget
 from manyheads.viz.plots import attention_heatmap, head_heatmaps, learning_curves
+from manyheads.viz.style import COLOURBLIND_SAFE, use_course_style
 from manyheads.viz.tables import format_bytes, format_count, html_table, mean_sd, show_table
 from manyheads.viz.widgets import (
     head_budget_html,
@@ -20,6 +22,8 @@ from manyheads.viz.widgets import (
 )
 
 __all__ = [
+    "COLOURBLIND_SAFE",
+    "use_course_style",
     "attention_heatmap",
     "glue",
     "head_heatmaps",

@@ -97,11 +97,11 @@ def static_head_view(
                         lw=1.6,
                     )
     for i, t in enumerate(tokens):
-        ax.text(0.08, y[i], t, ha="right", va="center", fontsize=9)
-        ax.text(0.92, y[i], t, ha="left", va="center", fontsize=9)
+        ax.text(0.08, y[i], t, ha="right", va="center", fontsize="medium")
+        ax.text(0.92, y[i], t, ha="left", va="center", fontsize="medium")
     ax.set_xlim(-0.45, 1.45)
     ax.set_ylim(y[-1] - 0.7, 0.7)
     ax.axis("off")
     if title:
-        ax.set_title(title, fontsize=10)
+        ax.set_title(title, fontsize="medium")
     return ax

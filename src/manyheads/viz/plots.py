@@ -47,18 +47,24 @@ def attention_heatmap(
     ax.set_xticks(
         range(w.shape[1]),
         key_labels if key_labels is not None else range(w.shape[1]),
-        fontsize=7,
+        fontsize="small",
         rotation=90 if upright else 0,
     )
-    ax.set_yticks(range(w.shape[0]), query_labels if query_labels is not None else range(w.shape[0]), fontsize=7)
+    ax.set_yticks(range(w.shape[0]), query_labels if query_labels is not None else range(w.shape[0]), fontsize="small")
     ax.set_xlabel("key position")
     ax.set_ylabel("query position")
     if title:
-        ax.set_title(title, fontsize=9)
+        ax.set_title(title, fontsize="medium")
     if annotate:
         for (i, j), value in np.ndenumerate(w):
             ax.text(
-                j, i, f"{value:.2f}", ha="center", va="center", fontsize=6, color="white" if value < 0.6 else "black"
+                j,
+                i,
+                f"{value:.2f}",
+                ha="center",
+                va="center",
+                fontsize="x-small",
+                color="white" if value < 0.6 else "black",
             )
     if colorbar:
         ax.figure.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
@@ -83,7 +89,7 @@ def head_heatmaps(
             title=titles[h] if titles is not None else f"head {h}",
         )
     if suptitle:
-        fig.suptitle(suptitle, fontsize=10)
+        fig.suptitle(suptitle, fontsize="medium")
     return fig
 
 
@@ -112,6 +118,6 @@ def learning_curves(
     ax.set_xlabel("training step")
     ax.set_ylabel(ylabel)
     if title:
-        ax.set_title(title, fontsize=10)
+        ax.set_title(title, fontsize="medium")
     ax.grid(alpha=0.3)
     return ax

@@ -114,13 +114,15 @@ def _draw_one_softmax(gap: float, other: float, vocab: Sequence[str], token_a: i
     left.bar(positions, weights, color=colors)
     left.set_ylim(0, 1)
     left.set_ylabel("attention weight")
-    left.set_title(f"one softmax over the keys (w(i-1) = {weights[3]:.2f}, w(i-3) = {weights[1]:.2f})", fontsize=9)
+    left.set_title(
+        f"one softmax over the keys (w(i-1) = {weights[3]:.2f}, w(i-3) = {weights[1]:.2f})", fontsize="medium"
+    )
     for x, t in enumerate(tokens):
-        left.text(x, 0.93, vocab[t], ha="center", fontsize=9)
+        left.text(x, 0.93, vocab[t], ha="center", fontsize="medium")
     right.bar(vocab, output, color="tab:blue")
     right.set_ylim(0, 1)
     right.set_ylabel("share in the output")
-    right.set_title("the head's output (weights · one-hot values)", fontsize=9)
+    right.set_title("the head's output (weights · one-hot values)", fontsize="medium")
     return fig
 
 
@@ -170,23 +172,23 @@ def plane_projection_widget(
         for i, (px, py) in enumerate(points.tolist()):
             colour = "tab:red" if i == query_token else "tab:blue"
             left.scatter(px, py, color=colour, s=30)
-            left.annotate(labels[i], (px, py), textcoords="offset points", xytext=(4, 4), fontsize=8)
+            left.annotate(labels[i], (px, py), textcoords="offset points", xytext=(4, 4), fontsize="small")
         left.margins(0.2)  # room for the labels of points on the edge
         left.set_aspect("equal", adjustable="datalim")
         left.set_xlabel("plane direction 1")
         left.set_ylabel("plane direction 2")
         left.set_title(
-            f"tokens projected onto the head's plane (normal at {azimuth:.0f}°, {elevation:.0f}°)", fontsize=9
+            f"tokens projected onto the head's plane (normal at {azimuth:.0f}°, {elevation:.0f}°)", fontsize="medium"
         )
         right.bar(
             range(len(labels)),
             weights.numpy(),
             color=["tab:red" if i == query_token else "tab:blue" for i in range(len(labels))],
         )
-        right.set_xticks(range(len(labels)), labels, rotation=45, ha="right", fontsize=8)
+        right.set_xticks(range(len(labels)), labels, rotation=45, ha="right", fontsize="small")
         right.set_ylim(0, 1)
         right.set_ylabel("attention weight")
-        right.set_title(f"where the query {labels[query_token]!r} looks under this head", fontsize=9)
+        right.set_title(f"where the query {labels[query_token]!r} looks under this head", fontsize="medium")
         return fig
 
     return figure_widget(
@@ -231,7 +233,7 @@ def _pruning_figure(
     left.set_yticks(range(n_layers), range(1, n_layers + 1))
     left.set_xlabel("head")
     left.set_ylabel("layer")
-    left.set_title(f"{method}: {len(gone)} of {keep.numel()} heads removed (×)", fontsize=9)
+    left.set_title(f"{method}: {len(gone)} of {keep.numel()} heads removed (×)", fontsize="medium")
     for name in importances:
         xs = sorted(scores[name])
         right.plot(xs, [scores[name][x] for x in xs], marker="o", ms=3, lw=1.8 if name == method else 1.0, label=name)
@@ -239,8 +241,8 @@ def _pruning_figure(
     right.set_xlabel("fraction of heads removed")
     right.set_ylabel(metric)
     right.grid(alpha=0.3)
-    right.legend(fontsize=8)
-    right.set_title(f"{metric} = {scores[method][fraction]:.3f} at {fraction:.0%} removed", fontsize=9)
+    right.legend(fontsize="small")
+    right.set_title(f"{metric} = {scores[method][fraction]:.3f} at {fraction:.0%} removed", fontsize="medium")
     return fig
 
 

@@ -440,7 +440,9 @@ def grade(
     workers = [] if opts.scheduler else [_Worker(i, master, work, assignment, db, opts) for i in range(jobs)]
     # One nbgrader process per chunk: its start-up costs seconds, so chunks are large (one per job for a small
     # class); a large class is cut into several chunks per job, taken from a queue so that the jobs stay balanced.
-    chunk = opts.chunk or max(1, min(25, -(-len(todo) // jobs)))
+    # Equal chunks: 60 notebooks on 2 jobs are 4 chunks of 15, not 25 + 25 + 10 (one job would grade 35).
+    per_job = -(-len(todo) // jobs)
+    chunk = opts.chunk or max(1, -(-len(todo) // (jobs * max(1, -(-per_job // 25)))))
     tasks: queue.Queue = queue.Queue()
     for i in range(0, len(todo), chunk):
         tasks.put(todo[i : i + chunk])
