@@ -218,6 +218,11 @@ def test_no_page_is_wider_than_a_phone_screen(seen):
 
 
 @pytest.mark.browser
+def test_attention_views_fit_the_column_so_no_head_hides_behind_a_scrollbar(seen):
+    assert {page: n for page, n in _each(seen, "attentionViewsTooWide").items() if n} == {}
+
+
+@pytest.mark.browser
 def test_code_lines_wrap_instead_of_being_clipped(seen):
     clipped = {page: lines for page, lines in _each(seen, "clipped").items() if lines}
     assert clipped == {}

@@ -66,6 +66,8 @@ PAGE_FACTS = """() => {
     widgetStates: document.querySelectorAll('script[type="application/vnd.jupyter.widget-view+json"]').length,
     widgetsDrawn: document.querySelectorAll('.jupyter-widgets').length,
     liveFigures: document.querySelectorAll('img.widget-image[src^="blob:"]').length,
+    attentionViewsTooWide: [...article.querySelectorAll('[id^="bertviz"] svg')]
+      .filter(svg => svg.getBoundingClientRect().width > svg.closest('[id^="bertviz"]').clientWidth + 1).length,
     mathSource: article.querySelectorAll('.math, .MathJax_Preview').length,
     mathDrawn: article.querySelectorAll('mjx-container').length,
   };

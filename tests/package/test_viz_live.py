@@ -111,3 +111,22 @@ def test_head_budget_widget_explains_an_invalid_combination():
     view = course_widgets.head_budget_widget(d_model=512, n_heads=8)
     view.children[1].value = 6  # n_heads
     assert "Invalid combination" in view.children[-2].value and "does not divide" in view.children[-2].value
+
+
+def test_a_control_s_label_is_shown_whole():
+    layer = widgets.IntSlider(0, 0, 5, description="layer (0-based)")
+    narrow = widgets.IntSlider(0, 0, 5, description="n", style={"description_width": "40px"})
+    live.figure_widget(lambda layer, n: plt.figure(), layer=layer, n=narrow)
+    assert layer.style.description_width == "initial"  # ipywidgets' default width cuts long labels
+    assert narrow.style.description_width == "40px", "a width the caller chose is kept"
+
+
+def test_labels_of_points_that_coincide_are_stacked_not_drawn_over_each_other():
+    import torch
+
+    from manyheads.viz.widgets import _label_rises
+
+    points = torch.tensor([[0.0, 0.0], [1.0, 1.0], [0.0, 0.01], [0.001, 0.0], [0.5, 0.5]])
+    rises = _label_rises(points)
+    assert rises[1] == rises[4] == 0.0  # far from the others
+    assert sorted(rises[i] for i in (0, 2, 3)) == [0.0, 11.0, 22.0]

@@ -48,6 +48,12 @@ def test_figures_give_relative_font_sizes_so_the_style_sets_them(path):
     assert re.findall(r"fontsize=\d", text) == [], f"{path.name}: use fontsize='small' etc., not a number"
 
 
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: p.name)
+def test_figures_name_colours_by_the_style_s_cycle_not_matplotlib_s_default_palette(path):
+    """ "tab:blue" is the old default palette whatever the style says; "C0" is the course style's first colour."""
+    assert re.findall(r"tab:[a-z]+", path.read_text(encoding="utf-8")) == [], path.name
+
+
 @pytest.mark.parametrize("path", sorted((REPO.root / "chapters").glob("*.ipynb")), ids=lambda p: p.stem)
 def test_every_chapter_uses_the_course_style(path):
     assert "mh.use_course_style()" in path.read_text(encoding="utf-8")

@@ -30,6 +30,9 @@ def _checked(controls: dict[str, Any]) -> dict[str, widgets.ValueWidget]:
                 f"control {name!r} must be an ipywidgets control with a value (IntSlider, Dropdown, ...), "
                 f"got {type(control).__name__}"
             )
+        style = getattr(control, "style", None)
+        if style is not None and "description_width" in style.keys and not style.description_width:
+            style.description_width = "initial"  # the whole label: the default width cuts "layer (0-based)" short
     return controls
 
 

@@ -25,6 +25,7 @@ from torch import Tensor
 from manyheads.analysis.circuits import plane_basis, project_onto_plane
 from manyheads.costs import head_budget
 from manyheads.viz.live import figure_widget, html_widget
+from manyheads.viz.style import COLOURBLIND_SAFE
 from manyheads.viz.tables import format_bytes, format_count
 
 __all__ = [
@@ -110,7 +111,7 @@ def _draw_one_softmax(gap: float, other: float, vocab: Sequence[str], token_a: i
     values = np.eye(len(vocab))[tokens]  # one-hot value vector per key position
     output = weights @ values  # the head's output: one convex combination of the values
     fig, (left, right) = plt.subplots(1, 2, figsize=(8, 2.8), layout="constrained")
-    colors = ["tab:orange" if p in ("i-1", "i-3") else "tab:gray" for p in positions]
+    colors = ["C1" if p in ("i-1", "i-3") else "0.55" for p in positions]
     left.bar(positions, weights, color=colors)
     left.set_ylim(0, 1)
     left.set_ylabel("attention weight")
@@ -119,7 +120,7 @@ def _draw_one_softmax(gap: float, other: float, vocab: Sequence[str], token_a: i
     )
     for x, t in enumerate(tokens):
         left.text(x, 0.93, vocab[t], ha="center", fontsize="medium")
-    right.bar(vocab, output, color="tab:blue")
+    right.bar(vocab, output, color="C0")
     right.set_ylim(0, 1)
     right.set_ylabel("share in the output")
     right.set_title("the head's output (weights · one-hot values)", fontsize="medium")
@@ -147,6 +148,24 @@ def one_softmax_widget(vocab: Sequence[str] = ("A", "B", "C", "D", "E", "F")) ->
     )
 
 
+QUERY_COLOUR, TOKEN_COLOUR = COLOURBLIND_SAFE[3], COLOURBLIND_SAFE[0]  # vermillion and blue
+
+
+def _label_rises(points: Tensor, near: float = 0.06, step: float = 11.0) -> list[float]:
+    """Extra upward offsets (points) for the labels of 2-D ``points``, so that labels of points that (nearly)
+    coincide are stacked instead of drawn over each other. ``near``: a fraction of the larger axis range."""
+    xy = points.detach().cpu().double()
+    scale = float((xy.max(0).values - xy.min(0).values).max()) or 1.0
+    rises: list[float] = []
+    for i in range(len(xy)):
+        close = [rises[j] for j in range(i) if float((xy[i] - xy[j]).abs().max()) < near * scale]
+        rise = 0.0
+        while rise in close:
+            rise += step
+        rises.append(rise)
+    return rises
+
+
 def plane_projection_widget(
     embeddings: Tensor, labels: Sequence[str], query: int = 0, azimuth: float = 0.0, elevation: float = 0.0
 ):
@@ -169,26 +188,27 @@ def plane_projection_widget(
         fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.4), layout="constrained")
         left.axhline(0, color="0.8", lw=0.8)
         left.axvline(0, color="0.8", lw=0.8)
-        for i, (px, py) in enumerate(points.tolist()):
-            colour = "tab:red" if i == query_token else "tab:blue"
-            left.scatter(px, py, color=colour, s=30)
-            left.annotate(labels[i], (px, py), textcoords="offset points", xytext=(4, 4), fontsize="small")
+        coords = points.tolist()
+        for i, (px, py) in enumerate(coords):
+            left.scatter(px, py, color=QUERY_COLOUR if i == query_token else TOKEN_COLOUR, s=30)
+        for i, (px, py), rise in zip(range(len(coords)), coords, _label_rises(points)):
+            left.annotate(labels[i], (px, py), textcoords="offset points", xytext=(4, 4 + rise), fontsize="small")
         left.margins(0.2)  # room for the labels of points on the edge
         left.set_aspect("equal", adjustable="datalim")
         left.set_xlabel("plane direction 1")
         left.set_ylabel("plane direction 2")
         left.set_title(
-            f"tokens projected onto the head's plane (normal at {azimuth:.0f}°, {elevation:.0f}°)", fontsize="medium"
+            f"tokens projected onto the head's plane\n(normal at {azimuth:.0f}°, {elevation:.0f}°)", fontsize="medium"
         )
         right.bar(
             range(len(labels)),
             weights.numpy(),
-            color=["tab:red" if i == query_token else "tab:blue" for i in range(len(labels))],
+            color=[QUERY_COLOUR if i == query_token else TOKEN_COLOUR for i in range(len(labels))],
         )
         right.set_xticks(range(len(labels)), labels, rotation=45, ha="right", fontsize="small")
         right.set_ylim(0, 1)
         right.set_ylabel("attention weight")
-        right.set_title(f"where the query {labels[query_token]!r} looks under this head", fontsize="medium")
+        right.set_title(f"where the query {labels[query_token]!r} looks\nunder this head", fontsize="medium")
         return fig
 
     return figure_widget(
