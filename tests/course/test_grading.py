@@ -650,3 +650,33 @@ def test_two_graders_share_one_postgresql_gradebook(postgres_url, tmp_path):
     with Gradebook(normalise_db(postgres_url), "manyheads") as gb:
         in_db = {s.student_id: s.score for s in gb.assignment_submissions(EX1)}
     assert in_db == {s: score for s, (_, score) in expected.items()}
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# An assignment graded only by hand (the capstone): the command runs it like any other, and every written answer
+# waits for a person in formgrader.
+
+
+@pytest.mark.slow
+def test_a_hand_graded_assignment_runs_and_every_part_waits_for_a_person(tmp_path):
+    from manyheads.course.exercises import exercise
+
+    capstone = exercise("08_capstone")
+    nb = nbformat.read(corpus.ROOT / "exercises" / capstone.stem / f"{capstone.stem}.ipynb", as_version=4)
+    for cell in nb.cells:
+        if cell.metadata.get("nbgrader", {}).get("grade_id") in {w.grade_id for w in capstone.written_parts}:
+            cell.source = "My own words: a hypothesis, a design and what could refute it."
+    (tmp_path / "subs" / "ada").mkdir(parents=True)
+    nbformat.write(nb, tmp_path / "subs" / "ada" / f"{capstone.stem}.ipynb")
+    done = run_grade(capstone.stem, str(tmp_path / "subs"), "--out", str(tmp_path / "out"), "--jobs", "1")
+    assert done.returncode == 0, done.stdout + done.stderr
+    row = report.read_csv(tmp_path / "out" / "grades.csv")["ada"]
+    # grades.csv holds the automatic points only (none here); the written ones come from formgrader
+    assert row["status"] == "graded" and float(row["score"]) == 0.0 == float(row["max_score"]) == capstone.auto_points
+    assert row["problems"] == ""
+    # OUT/course is the nbgrader course where formgrader shows each written answer to a person.
+    from nbgrader.api import Gradebook
+
+    with Gradebook(f"sqlite:///{tmp_path / 'out' / 'course' / 'gradebook.db'}") as gb:
+        grades = {g.name: g for g in gb.find_submission_notebook(capstone.stem, capstone.stem, "ada").grades}
+    assert {w.grade_id for w in capstone.written_parts} == {n for n, g in grades.items() if g.needs_manual_grade}

@@ -1880,6 +1880,7 @@ PACKAGE: dict[str, dict[str, tuple[str, Callable]]] = {  # stem → {what: (part
         ),
         "models.kv_heads.group_kv_heads (mean) on one layer": ("mean_pool_kv", _mean_pool_kv),
     },
+    "08_capstone": {},  # graded by hand: nothing of the package answers it
 }
 
 CASES: dict[str, dict] = {
@@ -1890,6 +1891,13 @@ CASES: dict[str, dict] = {
     "05_pruning": EX5,
     "06_layer_hierarchy": EX6,
     "07_grouped_query_attention": EX7,
+    # The capstone has no code parts: no right or buggy answers to grade automatically, only its written prompts.
+    "08_capstone": {
+        "right": {},
+        "bugs": {},
+        "mixed": {},
+        "written_prompts": {"hypothesis": "refute", "design": "controls", "predictions": "refute"},
+    },
 }
 
 

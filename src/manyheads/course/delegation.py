@@ -66,6 +66,12 @@ OWN_WORK_RULE = (
     "the check and the grader say so with `DelegationError`. Using the package for everything else (the imports, "
     "data, models, plots, and what a part tells you to use) is fine."
 )
+# The same paragraph for an assignment graded by hand, with no code parts (the capstone).
+OWN_WORK_WRITTEN = (
+    "**Your own work.** Write the answers in your own words; quote and cite what you take from the chapters or "
+    "from papers. Your code may use the course package for everything: no part of this assignment is graded "
+    "automatically."
+)
 MARKER = "[manyheads] own-work rule:"  # starts the line the guard writes to stderr: the report's evidence
 PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # .../manyheads
 CHECKS_PREFIX = "manyheads.checks."
@@ -496,6 +502,8 @@ def rule_paragraph(ex: Exercise, width: int = 115) -> str:
     """The header paragraph that states the rule for exercise ``ex``, naming what each part must not call."""
     import textwrap
 
+    if not ex.code_parts:  # graded by hand (the capstone): the package is a tool here, the words are the work
+        return textwrap.fill(OWN_WORK_WRITTEN, width=width, break_long_words=False, break_on_hyphens=False)
     parts = [
         f"`{p.function}` must not call {' or '.join(f'`{_short(t)}`' for t in _targets(p))}"
         for p in ex.code_parts

@@ -312,6 +312,18 @@ EXERCISES: tuple[Exercise, ...] = (
         ),
         (WrittenPart("heads_for_three_models", 2),),
     ),
+    # The capstone: an experiment designed, piloted and argued, graded by hand with a rubric (no code parts).
+    Exercise(
+        "08_capstone",
+        (),
+        (
+            WrittenPart("hypothesis", 2),
+            WrittenPart("design", 4),
+            WrittenPart("pilot", 3),
+            WrittenPart("predictions", 2),
+            WrittenPart("threats", 2),
+        ),
+    ),
 )
 
 
