@@ -23,6 +23,7 @@ pytestmark = [
 SNOOP = """
 import os, signal, subprocess
 print("home:", sorted(os.listdir("/home/student")))
+print("history:", get_ipython().history_manager.hist_file)
 mine = {1, os.getpid(), os.getppid()}
 left = [p for p in os.listdir("/proc") if p.isdigit() and int(p) not in mine]
 print("lingering:", [open(f"/proc/{p}/cmdline", "rb").read().split(b"\\0")[0].decode() for p in left])
@@ -67,6 +68,8 @@ def graded_one_after_another(tmp_path_factory):
 def test_every_kernel_was_forked_from_the_template_and_graded_as_usual(graded_one_after_another):
     report_md = (graded_one_after_another["out"] / "report.md").read_text()
     assert re.search(r"\b3 kernel\(s\) forked from a template process", report_md), report_md
+    for student, text in graded_one_after_another["outputs"].items():  # nbclient's settings reach the kernel
+        assert "history: :memory:" in text, (student, text)
     for student, row in graded_one_after_another["rows"].items():
         assert float(row["score"]) == corpus.FULL, (student, row)
 

@@ -254,7 +254,8 @@ def forked_kernels(folder: Path, count: int) -> Iterator[list[tuple[list[str], d
             runtimes.append(rt)
             share = sandbox.prepare_plain(folder / f"kernel-{i}")
             templates.append(sandbox.start_template(share, rt, sandboxed=False, log=folder / f"template-{i}.log"))
-            specs.append(([f"--Execute.kernel_name={sandbox.PLAIN_KERNEL_NAME}"], sandbox.environment(share, rt)))
+            args = [f"--Execute.kernel_name={sandbox.PLAIN_KERNEL_NAME}", sandbox.IN_MEMORY_HISTORY]
+            specs.append((args, sandbox.environment(share, rt)))
         for rt, template in zip(runtimes, templates):
             sandbox.template_ready(rt, template)  # else its kernels start Python each, as stock nbgrader does
         yield specs

@@ -93,15 +93,15 @@ def cap_output(limit: int) -> None:
 CLIENT = '''\
 """Ask the worker's template process for a kernel; run the plain launcher if there is none (manyheads grading)."""
 import json, os, socket, sys
-CONN = sys.argv[1]
+CONN, EXTRA = sys.argv[1], sys.argv[2:]  # EXTRA: what nbclient adds, e.g. --HistoryManager.hist_file=:memory:
 SOCK = os.path.join(os.path.dirname(CONN), {socket_name!r})
 FALLBACK = {fallback!r}
 def plain():
-    os.execv(FALLBACK[0], FALLBACK + [CONN])
+    os.execv(FALLBACK[0], FALLBACK + [CONN] + EXTRA)
 try:
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.connect(SOCK)
-    s.sendall(json.dumps({{"connection": CONN, "cwd": os.getcwd()}}).encode() + b"\\n")
+    s.sendall(json.dumps({{"connection": CONN, "cwd": os.getcwd(), "extra": EXTRA}}).encode() + b"\\n")
     f = s.makefile("r")
     started = json.loads(f.readline() or "{{}}")
 except (OSError, ValueError):
@@ -206,9 +206,11 @@ def _become_kernel(settings: _Settings, request: dict) -> None:
         refuse_delegation(settings.assignment)
     from ipykernel import kernelapp
 
-    sys.argv = [sys.executable, "-f", connection]
+    # Only the kernel's own settings that nbclient passes (e.g. an in-memory history), as its stock kernel gets them.
+    extra = [a for a in request.get("extra", []) if isinstance(a, str) and a.startswith("--") and "=" in a]
+    sys.argv = [sys.executable, "-f", connection, *extra]
     try:
-        kernelapp.launch_new_instance(argv=["-f", connection])
+        kernelapp.launch_new_instance(argv=["-f", connection, *extra])
     finally:
         sys.stdout.flush()
         sys.stderr.flush()

@@ -228,7 +228,7 @@ class _Worker:
         else:  # no sandbox: the same launcher (the own-work rule) in a plain kernel
             rt, _ = sandbox_mod.runtime_folder(self.root / "kernel")
             share = sandbox_mod.prepare_plain(self.root / "kernel", opts.limits, assignment)
-            self.args.append(f"--Execute.kernel_name={sandbox_mod.PLAIN_KERNEL_NAME}")
+            self.args += [f"--Execute.kernel_name={sandbox_mod.PLAIN_KERNEL_NAME}", sandbox_mod.IN_MEMORY_HISTORY]
             self.env = sandbox_mod.environment(share, rt)
         self.rt: Path | None = rt
         self.share = share
@@ -440,9 +440,10 @@ def grade(
     workers = [] if opts.scheduler else [_Worker(i, master, work, assignment, db, opts) for i in range(jobs)]
     # One nbgrader process per chunk: its start-up costs seconds, so chunks are large (one per job for a small
     # class); a large class is cut into several chunks per job, taken from a queue so that the jobs stay balanced.
-    # Equal chunks: 60 notebooks on 2 jobs are 4 chunks of 15, not 25 + 25 + 10 (one job would grade 35).
+    # Equal chunks of at most 40 (each costs an nbgrader start, and a chunk that fails is graded again one by one):
+    # 60 notebooks on 2 jobs are 2 chunks of 30, 100 are 4 of 25, not 40 + 40 + 20 (one job would grade 60).
     per_job = -(-len(todo) // jobs)
-    chunk = opts.chunk or max(1, -(-len(todo) // (jobs * max(1, -(-per_job // 25)))))
+    chunk = opts.chunk or max(1, -(-len(todo) // (jobs * max(1, -(-per_job // 40)))))
     tasks: queue.Queue = queue.Queue()
     for i in range(0, len(todo), chunk):
         tasks.put(todo[i : i + chunk])

@@ -314,9 +314,15 @@ def runtime_folder(worker: Path) -> tuple[Path, Path]:
     return rt.resolve(), scratch.resolve()
 
 
+# nbclient gives a kernel named "python3" an in-memory IPython history; a kernel spec with another name must ask for
+# it (else every kernel writes a history database into its fresh home).
+IN_MEMORY_HISTORY = '--Execute.extra_arguments=["--HistoryManager.hist_file=:memory:"]'
+
+
 def nbgrader_args(rt: Path) -> list[str]:
     return [
         f"--Execute.kernel_name={KERNEL_NAME}",
+        IN_MEMORY_HISTORY,
         "--KernelManager.transport=ipc",
         f"--KernelManager.ip={rt / 'kernel'}",
     ]
