@@ -102,6 +102,22 @@ def test_the_cluster_gives_the_grades_of_a_local_run_though_a_worker_is_killed_m
 
 
 @pytest.mark.slow
+def test_the_cluster_merges_into_the_shared_postgresql_gradebook(local_cluster, batch, postgres_url, tmp_path):
+    """A MOOC's set-up: the chunks graded on the cluster's workers, which all write one PostgreSQL gradebook."""
+    from nbgrader.api import Gradebook
+
+    local, _ = local_cluster
+    subs, _, by_local = batch
+    opts = runner.Options(jobs=2, chunk=2, scheduler=local.scheduler_address, db=postgres_url)
+    rows, facts = runner.grade(EX1, subs, tmp_path / "out", opts)
+    assert facts["db"] == "postgresql"
+    assert _grades(rows) == by_local, {r.student_id: r.problems for r in rows}
+    with Gradebook(runner.normalise_db(postgres_url), "manyheads") as gb:
+        in_db = {s.student_id: s.score for s in gb.assignment_submissions(EX1)}
+    assert in_db == {s: g[1] for s, g in by_local.items()}
+
+
+@pytest.mark.slow
 def test_a_chunk_lost_beyond_the_allowed_failures_is_reported_not_dropped(batch, tmp_path):
     _, _, by_local = batch
     corpus.build_plain(tmp_path / "subs", 2)  # the batch's first two submissions, the same notebooks

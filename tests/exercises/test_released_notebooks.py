@@ -65,6 +65,7 @@ def test_answered_release_passes_every_visible_check(exercise):
 def test_blank_release_fails_only_with_not_implemented_error(exercise):
     nb = _execute(exercise, read(REPO.release(exercise.stem)), allow_errors=True)
     found = _errors(nb)
-    assert {name for _, name in found} == {"NotImplementedError"}, found
+    # (an assignment graded only by hand, the capstone, has no answer that raises: it runs to the end)
+    assert {name for _, name in found} == ({"NotImplementedError"} if exercise.code_parts else set()), found
     # every check and test cell; cells that use the answers afterwards (none graded) raise it too
     assert {i for p in exercise.code_parts for i in (p.check_id, p.test_id)} <= {cell for cell, _ in found}, found

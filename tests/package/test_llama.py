@@ -60,6 +60,11 @@ GROUPS = {"varied": PROMPTS[:-1], "extreme": [LONG, "a"]}
 # batch (measured), which is why the reference here uses eager attention. Attention weights lie in [0, 1]; 1e-5 is
 # ~80 float32 ulps at 1.
 LOGITS_ATOL, WEIGHTS_ATOL = 1e-4, 1e-5
+# A prompt in a padded batch against the same prompt alone is another matter: the matrix products have other shapes,
+# so the CPU kernels block and vectorise the sums differently, and which path they take can depend on how the
+# tensors happen to be aligned in memory (one run of the whole suite measured 1.11e-4 where runs of this file alone
+# gave less than 1e-4). 2e-4 is still ~5e-6 of the logits' range; a padding bug moves logits by whole units.
+BATCH_ATOL = 2e-4
 
 
 @pytest.fixture(scope="module")
@@ -175,7 +180,7 @@ def test_a_padded_batch_gives_each_prompts_own_logits(decoder, reference, alone,
         torch.testing.assert_close(mine.transpose(1, 2)[real], theirs.transpose(1, 2)[real], rtol=0, atol=WEIGHTS_ATOL)
         assert mine.masked_select(pad_key_of_real_query).abs().max() == 0  # no real token attends to padding
     for i, text in enumerate(texts):  # ... and the same logits as the prompt alone
-        torch.testing.assert_close(got.logits[i][real[i]], alone[text], rtol=0, atol=LOGITS_ATOL)
+        torch.testing.assert_close(got.logits[i][real[i]], alone[text], rtol=0, atol=BATCH_ATOL)
 
 
 @torch.no_grad()

@@ -15,6 +15,7 @@ rest of the stock CLI work on it for the written answers.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import re
@@ -78,6 +79,18 @@ class Options:
     scheduler: str | None = None  # tcp://HOST:PORT of a dask.distributed scheduler: the chunks are graded there
 
 
+@contextlib.contextmanager
+def _alembic_on_path():
+    """nbgrader's Gradebook creates a new database's tables by running ``alembic`` from PATH: in this process too
+    (a PostgreSQL gradebook is opened here), with the venv's bin/ first even when the venv is not activated."""
+    before = os.environ.get("PATH", "")
+    os.environ["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), before])
+    try:
+        yield
+    finally:
+        os.environ["PATH"] = before
+
+
 def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
     """nbgrader runs ``alembic`` from PATH when it creates a gradebook: the venv's bin/ goes first."""
     env = {**os.environ, "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])}
@@ -134,7 +147,7 @@ def _released(db: str, assignment: str) -> bool:
 
     for attempt in range(5):  # opening a new gradebook creates its tables: two graders may race to do it
         try:
-            with Gradebook(db, "manyheads") as gb:
+            with _alembic_on_path(), Gradebook(db, "manyheads") as gb:
                 return bool(gb.find_assignment(assignment).notebooks)
         except MissingEntry:
             return False
@@ -233,7 +246,6 @@ class _Worker:
         self.rt: Path | None = rt
         self.share = share
         self.template: subprocess.Popen | None = None
-        self.start_template()
 
     def start_template(self) -> None:
         """(Re)start this worker's template process (kernel_template.py): kernels are forked from it, each in its
@@ -270,7 +282,8 @@ class _Worker:
 
     def autograde(self, rows: list[Row]) -> None:
         self.chunks += 1
-        self.start_template()  # again if a kernel's fate took it down
+        if len(rows) > 1:  # its start-up (seconds) pays off from the second notebook; again if it died meanwhile
+            self.start_template()
         folder = f"submitted-{self.chunks}"
         for row in rows:
             target = self.root / folder / row.student_id / self.assignment
@@ -323,7 +336,7 @@ def _scores(db: str, assignment: str, students: list[str]) -> dict[str, dict]:
     from nbgrader.api import Gradebook, MissingEntry
 
     found = {}
-    with Gradebook(db, "manyheads") as gb:
+    with _alembic_on_path(), Gradebook(db, "manyheads") as gb:
         for student in students:
             try:
                 sub = gb.find_submission(assignment, student)
