@@ -253,6 +253,7 @@ _NAMES = {
     "html_widget": "manyheads.viz.live",
     "COLOURBLIND_SAFE": "manyheads.viz.style",
     "use_course_style": "manyheads.viz.style",
+    "annotate_cells": "manyheads.viz.plots",
     "attention_heatmap": "manyheads.viz.plots",
     "head_heatmaps": "manyheads.viz.plots",
     "learning_curves": "manyheads.viz.plots",

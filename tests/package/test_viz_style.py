@@ -57,3 +57,25 @@ def test_figures_name_colours_by_the_style_s_cycle_not_matplotlib_s_default_pale
 @pytest.mark.parametrize("path", sorted((REPO.root / "chapters").glob("*.ipynb")), ids=lambda p: p.stem)
 def test_every_chapter_uses_the_course_style(path):
     assert "mh.use_course_style()" in path.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("cmap", ["RdBu_r", "viridis", "Greys"])
+def test_cell_values_are_written_in_white_on_dark_cells_and_black_on_light_ones(cmap):
+    """Chapter 2's score maps wrote black numbers on dark red and dark blue cells: unreadable."""
+    import numpy as np
+    from matplotlib.colors import to_rgb
+
+    from manyheads.viz.plots import annotate_cells
+
+    values = np.array([[-5.7, 0.0], [5.7, 2.0]])
+    fig, ax = plt.subplots()
+    image = ax.imshow(values, cmap=cmap, vmin=-5.7, vmax=5.7)
+    texts = annotate_cells(ax, image)
+    assert [t.get_text() for t in texts] == ["-5.7", "0.0", "5.7", "2.0"]
+    for text, value in zip(texts, values.ravel()):
+        r, g, b, _ = image.cmap(image.norm(value))
+        cell_is_dark = 0.2126 * r + 0.7152 * g + 0.0722 * b < 0.45
+        assert to_rgb(text.get_color()) == ((1.0, 1.0, 1.0) if cell_is_dark else (0.0, 0.0, 0.0)), (cmap, value)
+    if cmap == "RdBu_r":  # the ends of a diverging map are dark, its middle is light
+        assert [to_rgb(t.get_color()) for t in texts[:2]] == [(1.0, 1.0, 1.0), (0.0, 0.0, 0.0)]
+    plt.close(fig)

@@ -10,7 +10,7 @@ work offline, with a static fallback), :mod:`~manyheads.viz.glue` (values handed
 from manyheads.viz.attention_views import head_view, localize, model_view, static_head_view
 from manyheads.viz.glue import glue
 from manyheads.viz.live import figure_widget, html_widget
-from manyheads.viz.plots import attention_heatmap, head_heatmaps, learning_curves
+from manyheads.viz.plots import annotate_cells, attention_heatmap, head_heatmaps, learning_curves
 from manyheads.viz.style import COLOURBLIND_SAFE, use_course_style
 from manyheads.viz.tables import format_bytes, format_count, html_table, mean_sd, show_table
 from manyheads.viz.widgets import (
@@ -24,6 +24,7 @@ from manyheads.viz.widgets import (
 __all__ = [
     "COLOURBLIND_SAFE",
     "use_course_style",
+    "annotate_cells",
     "attention_heatmap",
     "glue",
     "head_heatmaps",

@@ -14,11 +14,32 @@ import torch
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-__all__ = ["attention_heatmap", "head_heatmaps", "learning_curves"]
+__all__ = ["annotate_cells", "attention_heatmap", "head_heatmaps", "learning_curves"]
 
 
 def _to_numpy(x) -> np.ndarray:
     return x.detach().cpu().numpy() if isinstance(x, torch.Tensor) else np.asarray(x)
+
+
+def annotate_cells(ax: Axes, image, fmt: str = "{:.1f}", fontsize: str = "small") -> list:
+    """Write each cell's value of the heat map ``image`` (what ``ax.imshow`` returned) in the cell, in white on dark
+    cells and in black on light ones, whatever the colour map: text of one colour is unreadable on half the cells
+    of a diverging map. Returns the text artists."""
+    values = np.ma.getdata(image.get_array())
+    red, green, blue, _ = np.moveaxis(image.cmap(image.norm(values)), -1, 0)
+    luminance = 0.2126 * red + 0.7152 * green + 0.0722 * blue  # of the cell's colour (sRGB weights)
+    return [
+        ax.text(
+            j,
+            i,
+            fmt.format(value),
+            ha="center",
+            va="center",
+            fontsize=fontsize,
+            color="white" if luminance[i, j] < 0.45 else "black",
+        )
+        for (i, j), value in np.ndenumerate(values)
+    ]
 
 
 def attention_heatmap(
@@ -56,16 +77,7 @@ def attention_heatmap(
     if title:
         ax.set_title(title, fontsize="medium")
     if annotate:
-        for (i, j), value in np.ndenumerate(w):
-            ax.text(
-                j,
-                i,
-                f"{value:.2f}",
-                ha="center",
-                va="center",
-                fontsize="x-small",
-                color="white" if value < 0.6 else "black",
-            )
+        annotate_cells(ax, image, "{:.2f}", fontsize="x-small")
     if colorbar:
         ax.figure.colorbar(image, ax=ax, fraction=0.046, pad=0.04)
     return ax
