@@ -132,12 +132,10 @@ class _Settings(argparse.Namespace):
     uid: int
     limits: str
     assignment: str | None
-    ready: str | None
 
 
 def _libc():
-    libc = ctypes.CDLL(None, use_errno=True)
-    return libc
+    return ctypes.CDLL(None, use_errno=True)
 
 
 def _check(result: int, what: str) -> None:
@@ -288,7 +286,6 @@ def _serve_one(settings: _Settings, conn: socket.socket, keep: set[int]) -> None
 def serve(settings: _Settings) -> None:
     """Import :data:`PRELOAD`, then serve one kernel at a time on ``settings.socket`` until killed."""
     started = time.perf_counter()
-    os.environ.update(SANDBOX_ENV if settings.sandboxed else {})
     for module in PRELOAD:
         __import__(module)
     path = Path(settings.socket)
@@ -298,8 +295,6 @@ def serve(settings: _Settings) -> None:
     server.listen(8)
     keep = {os.getpid(), 1}
     print(f"[manyheads template] ready in {time.perf_counter() - started:.1f} s", file=sys.stderr, flush=True)
-    if settings.ready:
-        Path(settings.ready).write_text(str(os.getpid()), encoding="utf-8")
     while True:
         conn, _ = server.accept()
         with conn:
@@ -313,7 +308,6 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--uid", type=int, default=0)
     parser.add_argument("--limits", required=True, help="the sandbox's Limits as JSON")
     parser.add_argument("--assignment")
-    parser.add_argument("--ready", help="a file written when the template serves")
     settings = parser.parse_args(argv, namespace=_Settings())
     if settings.sandboxed:
         _check(_libc().prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0), "not dumpable")
