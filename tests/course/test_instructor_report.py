@@ -20,7 +20,7 @@ import pytest
 from helpers import grading_corpus as corpus
 from helpers.browser import chromium
 
-from manyheads.course.grading import report
+from manyheads.course.grading import report, versions
 from manyheads.course.grading.runner import Row
 
 POINTS = {"test_softmax": 2.0, "test_attention": 4.0, "test_entropy": 2.0}
@@ -278,6 +278,15 @@ def test_a_graded_class_gets_both_reports_with_the_real_messages(tmp_path):
         "overflows": corpus.answered({"softmax": corpus.OVERFLOWS}),
         "hands_over": corpus.answered({"scaled_dot_product_attention": corpus.DELEGATING["direct"]}),
     }
+    # one from an older release (its set-up cell names another tag), one without a recognisable set-up cell
+    expected = versions.course(corpus.RELEASE).expected
+    older = "0.0.1" if expected != "0.0.1" else "0.0.2"
+    answers["old_release"] = corpus.answered({"softmax": corpus.OVERFLOWS})
+    answers["old_release"].cells[0].source = (
+        answers["old_release"].cells[0].source.replace(f"@v{expected}", f"@v{older}")
+    )
+    answers["no_setup"] = corpus.answered({"softmax": corpus.OVERFLOWS})
+    del answers["no_setup"].cells[0]
     for student, nb in answers.items():
         (subs / student).mkdir(parents=True)
         (subs / student / f"{corpus.EX1}.ipynb").write_bytes(corpus.dump(nb))
@@ -291,10 +300,18 @@ def test_a_graded_class_gets_both_reports_with_the_real_messages(tmp_path):
     assert raised["right"] == {} and set(raised["no_scale_a"]) == {attention} and set(raised["overflows"])
     scale = raised["no_scale_a"][attention]
     assert scale == raised["no_scale_b"][attention] and "Error" in scale
-    assert f"- **{attention}**: failed by 3 of 5, 1 of them by the own-work rule." in md
+    assert f"- **{attention}**: failed by 3 of 7, 1 of them by the own-work rule." in md
     assert f"  - 2 × {report._code(report._message(scale))}" in md
     for message in raised["overflows"].values():
-        assert f"  - 1 × {report._code(report._message(message))}" in md
+        assert f"  - 3 × {report._code(report._message(message))}" in md
+    # another version or none: listed with both versions, graded like the others (no points change)
+    rows = report.read_csv(out / "grades.csv")
+    assert rows["old_release"]["score"] == rows["no_setup"]["score"] == rows["overflows"]["score"]
+    assert rows["old_release"]["status"] == rows["no_setup"]["status"] == "graded"
+    assert f"- old_release: worked on v{older}, the course is at v{expected}" in md
+    assert "- no_setup: version unknown" in md and "- right:" not in md.split("## Versions", 1)[1]
+    assert f"worked on v{older}, the course is at v{expected}" in text and "no_setup: version unknown" in text
+    assert f"(1 on another version than v{expected}, 1 version unknown: see the report)" in done.stdout
     assert "## Integrity flags (no points deducted)" in md and "## LMS: " in md and 'id="lms"' in text
     flags = md.split("## Integrity flags (no points deducted)\n", 1)[1].split("\n## ", 1)[0]
     assert "- no_scale_a: identical answer" in flags and "- no_scale_b: identical answer" in flags

@@ -12,7 +12,7 @@ import os
 import sys
 from pathlib import Path
 
-from manyheads.course.grading import collect, lms, report
+from manyheads.course.grading import collect, lms, report, versions
 from manyheads.course.grading.collect import CollectError
 from manyheads.course.grading.runner import FEEDBACK_DIR, GradingError, Options, grade
 
@@ -129,10 +129,11 @@ def main(argv: list[str] | None = None) -> int:
             f.write("\n".join(lms_lines) + "\n")
     report.write_html(out / "report.html", rows, facts, lms_lines)  # the same report, with figures
     counts = {s: sum(r.status == s for r in rows) for s in ("graded", "repaired", "failed")}
+    on_other = f" ({versions.summary(facts)}: see the report)" if versions.summary(facts) else ""
     print(
         f"{len(rows)} students: {counts['graded']} graded, {counts['repaired']} repaired, {counts['failed']} failed "
-        f"in {facts['seconds']:.1f} s; wrote {out / 'grades.csv'}, {out / 'report.md'}, {out / 'report.html'}, "
-        f"{out / FEEDBACK_DIR[args.feedback]}/"
+        f"in {facts['seconds']:.1f} s{on_other}; wrote {out / 'grades.csv'}, {out / 'report.md'}, "
+        f"{out / 'report.html'}, {out / FEEDBACK_DIR[args.feedback]}/"
     )
     if exported is not None:
         print(

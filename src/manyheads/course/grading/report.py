@@ -21,7 +21,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from manyheads.course.grading import feedback
+from manyheads.course.grading import feedback, versions
 
 COLUMNS = ["student_id", "score", "max_score", "status", "problems"]
 FLAGS_TITLE = "Integrity flags (no points deducted)"
@@ -51,6 +51,12 @@ def write_csv(path: Path, rows, test_ids: list[str]) -> None:
 def read_csv(path: Path) -> dict[str, dict[str, str]]:
     with open(path, newline="", encoding="utf-8") as f:
         return {r["student_id"]: r for r in csv.DictReader(f)}
+
+
+def who(row) -> str:
+    """A student as the report names them: "Name (id)" when the LMS gave a name, else the id."""
+    name = getattr(row, "name", "")
+    return f"{name} ({row.student_id})" if name else row.student_id
 
 
 def needs_human(row) -> bool:
@@ -246,6 +252,10 @@ def write_report(path: Path, rows, facts: dict) -> None:
         lines += [f"- {_md(student)}: {_md(flag)}" for student, flag in flagged]
     else:
         lines.append("None.")
+    labels = {r.student_id: who(r) for r in rows}
+    version_lines = versions.report_lines(facts, lambda s: _md(labels.get(s, s)))
+    if version_lines:
+        lines += ["", *version_lines]
     if facts.get("skipped"):
         lines += ["", "## Files that belong to no student (not graded)", ""]
         lines += [f"- `{name}`" for name in facts["skipped"]]
@@ -525,6 +535,10 @@ def write_html(path: Path, rows, facts: dict, extra: list[str] = ()) -> None:
     else:
         body.append("<p>None.</p>")
     body.append("</section>")
+    labels = {r.student_id: who(r) for r in rows}
+    version_lines = versions.report_lines(facts, lambda s: labels.get(s, s).replace("`", "'"))
+    if version_lines:
+        body.append(f'<section id="versions">{markdown_html(version_lines)}</section>')
     if facts.get("skipped"):
         body.append('<section id="skipped"><h2>Files that belong to no student (not graded)</h2><ul>')
         body += [f"<li><code>{_e(name)}</code></li>" for name in facts["skipped"]]

@@ -34,7 +34,7 @@ from manyheads.course import delegation
 from manyheads.course.grading import collect as collect_mod
 from manyheads.course.grading import feedback as feedback_mod
 from manyheads.course.grading import flags as flags_mod
-from manyheads.course.grading import integrity, kernel_template
+from manyheads.course.grading import integrity, kernel_template, versions
 from manyheads.course.grading import report as report_mod
 from manyheads.course.grading import sandbox as sandbox_mod
 from manyheads.course.layout import CourseLayout
@@ -62,6 +62,8 @@ class Row:
     failures: dict[str, str] = field(default_factory=dict)  # test id -> the message its test raised (report.py)
     flags: list[str] = field(default_factory=list)  # integrity flags for a human (flags.py): no points, no status
     submitted: nbformat.NotebookNode | None = None  # the file as handed in, cut to what flags.out_of_order compares
+    name: str = ""  # the display name from the LMS's file names, if any (never the id)
+    version: str | None = None  # the course release the notebook was written for (versions.py); None: unknown
 
 
 @dataclass
@@ -183,7 +185,7 @@ def check_submissions(
     subs, skipped = collect_mod.collect(submissions, pattern, lms)
     rows = []
     for sub in subs:
-        row = Row(sub.student_id, problems=list(sub.problems))
+        row = Row(sub.student_id, problems=list(sub.problems), name=sub.name)
         checked = {
             name: (integrity.check(data, release, assignment), mtime) for name, (data, mtime) in sub.files.items()
         }
@@ -197,6 +199,7 @@ def check_submissions(
             chosen = checked[pick][0]
             row.notebook = chosen.notebook
             row.submitted = flags_mod.stored(sub.files[pick][0])
+            row.version = versions.written_for(integrity.parse(sub.files[pick][0])[0])  # before the repairs
             row.problems += [f"{pick}: {p}" if len(checked) > 1 else p for p in chosen.notes + chosen.repairs]
             row.repaired = row.repaired or bool(chosen.repairs)
         rows.append(row)
@@ -543,8 +546,21 @@ def grade(
     feedback_mod.configure(out / "course" / CONFIG_FILE, "student")  # stock generate_feedback there is safe too
     if not opts.keep_work:
         shutil.rmtree(work, ignore_errors=True)
+    released = source / "exercises" / assignment / f"{assignment}.ipynb"
+    course_version = versions.course(released if released.is_file() else release)
+    mismatches = versions.compare(
+        {r.student_id: r.version for r in rows if r.notebook is not None}, course_version.expected
+    )
     facts = {
         "assignment": assignment,
+        "versions": {
+            "expected": course_version.expected,
+            "release": course_version.release,
+            "package": course_version.package,
+            "disagreement": course_version.disagreement(),
+            "other": mismatches.other,
+            "unknown": mismatches.unknown,
+        },
         "skipped": skipped,
         "jobs": jobs,
         "sandbox": opts.sandbox,
