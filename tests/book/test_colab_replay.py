@@ -1,15 +1,15 @@
-"""The Colab replay in ``make test`` (tools/colab_replay.py, issue 16): a fresh virtual environment with Colab's
-versions (ipywidgets 7.7.1, numpy 2.1.3, matplotlib 3.10.0, ...; Python 3.11 and the local torch 2.13.0 CPU build,
-the closest installable here), where the notebooks' own set-up cell installs the course (from a snapshot of this
-working tree, through git's ``insteadOf``) in a kernel that has ``google.colab``, as Colab's does.
+"""The Colab replay in ``make test`` (tools/colab_replay.py): what a student gets from the links, replayed from this
+clone's git objects. The notebooks are those of the commit the links name (_config.yml's repository.branch, the
+release tag, resolved through the history) and the package is the one their set-up cell names, installed by that
+cell itself (through git's ``insteadOf``, from a bare clone holding the release tag) in a fresh virtual environment
+with Colab's versions (ipywidgets 7.7.1, numpy 2.1.3, matplotlib 3.10.0, ...; Python 3.11 and the local torch 2.13.0
+CPU build, the closest installable here), in a kernel that has ``google.colab``, as Colab's does.
 
-Here: every solution notebook (exercises 1-7) top to bottom, the set-up cell of one chapter per form of the cell
-(with ``NEEDS = ["data"]`` and ``["decoder", "data"]``; the solutions' cell has none), and every widget of the
-package built, redrawn and embedded under ipywidgets 7.7.1 (there) and 8 (here). None of Colab's versions may have
-moved. Measured on 2 cores with other test runs beside it (load average 4-5): 175 s once the environment exists;
-making it adds about 130 s, once (it is reused while tools/colab_replay.py's COLAB table does not change).
-``make colab-replay`` (the publishing workflow) adds every chapter top to bottom and the student versions in
-exercises/ up to their first answer cell.
+Here: every solution notebook top to bottom, each chapter up to its imports (a name the installed release lacks
+fails there), the set-up cell of one chapter per form of the cell, and every widget of the package built, redrawn
+and embedded under ipywidgets 7.7.1 (there) and 8 (here). None of Colab's versions may have moved. A fixture
+repository whose chapter calls a name its release lacks must fail the same replay. ``make colab-replay`` (the
+publishing workflow) replays every chapter top to bottom and the student versions up to their first answer cell.
 """
 
 from __future__ import annotations
@@ -23,8 +23,9 @@ from pathlib import Path
 import ipywidgets
 import nbformat
 import pytest
+from helpers.release_fixture import make_course_repository
 
-from manyheads.course import hygiene
+from manyheads.course import delivery, hygiene
 from manyheads.course.layout import REPO
 
 ROOT = REPO.root
@@ -38,8 +39,8 @@ def replay(tmp_path_factory) -> dict:
     """The replay's report (tools/colab_replay.py writes it), after running it once for this file."""
     report = tmp_path_factory.mktemp("colab-replay") / "report.json"
     done = subprocess.run(
-        [sys.executable, str(ROOT / "tools" / "colab_replay.py"), "--what", "solutions", "setup-cells", "widgets"]
-        + ["--report", str(report)],
+        [sys.executable, str(ROOT / "tools" / "colab_replay.py"), "--what", "solutions", "openings", "setup-cells"]
+        + ["widgets", "--report", str(report)],
         capture_output=True,
         text=True,
         timeout=1500,
@@ -52,15 +53,27 @@ def replay(tmp_path_factory) -> dict:
 
 
 @pytest.mark.slow
-def test_every_solution_and_every_form_of_the_set_up_cell_runs_in_colabs_versions(replay):
-    ran = {r["notebook"]: r for r in replay["results"]}
+def test_every_solution_each_chapter_s_imports_and_every_form_of_the_set_up_cell_run_in_colabs_versions(replay):
+    ran = {(r["notebook"], r["cells"]): r for r in replay["results"]}
     failed = {name: r["error"] for name, r in ran.items() if not r["ok"]}
     assert failed == {}, replay["log"]
-    solutions = {p.relative_to(ROOT).as_posix() for p in REPO.solutions_dir.glob("*/*.ipynb")}
-    assert solutions and solutions <= set(ran) and all(ran[s]["cells"] == "all" for s in solutions)
+    notebooks = delivery.notebooks_at(replay["commit"])
+    solutions = {p for p in notebooks if p.startswith("solutions/")}
+    chapters = {p for p in notebooks if p.startswith("chapters/")}
+    assert solutions and all((s, "all") in ran for s in solutions)
+    openings = {name for name, cells in ran if name in chapters and cells not in ("all", "1-1")}
+    assert openings == chapters  # each chapter up to its imports
     forms = {tuple(hygiene.colab_needs(nbformat.read(p, as_version=4))) for p in REPO.chapters()}
     setup_cells = [r for r in replay["results"] if r["cells"] == "1-1"]
     assert len(setup_cells) == len(forms) and len(forms) >= 2, forms  # one chapter per form of the cell
+
+
+@pytest.mark.slow
+def test_the_replay_ran_the_notebooks_of_the_release_the_links_name(replay):
+    ref = delivery.linked_ref()
+    assert replay["ref"] == ref == hygiene.release_tag()
+    assert replay["commit"] == delivery.resolve_ref(ref)
+    assert replay["installs"] == {ref: replay["commit"]}, "the set-up cells install the release the links name"
 
 
 @pytest.mark.slow
@@ -75,16 +88,14 @@ def test_the_set_up_cells_moved_none_of_colabs_versions(replay):
 
 @pytest.mark.slow
 def test_the_course_came_through_the_set_up_cells_address_from_the_snapshot(replay):
-    """pip records the address it installed from: GitHub's, at the release tag, at the snapshot's commit."""
+    """pip records the address it installed from: GitHub's, at the release tag, at the release's own commit."""
     python = replay_tool.venv_python()
     code = "import importlib.metadata as m; print(m.distribution('manyheads').read_text('direct_url.json'))"
     direct = json.loads(subprocess.run([str(python), "-c", code], capture_output=True, text=True, check=True).stdout)
     url, _ = hygiene.repository_settings()
     assert direct["url"] == url and direct["vcs_info"]["vcs"] == "git"
     assert direct["vcs_info"]["requested_revision"] == hygiene.release_tag()
-    origin = replay_tool.WORK / "origin"
-    head = subprocess.run(["git", "-C", str(origin), "rev-parse", "HEAD"], capture_output=True, text=True, check=True)
-    assert direct["vcs_info"]["commit_id"] == head.stdout.strip()
+    assert direct["vcs_info"]["commit_id"] == delivery.release_commit(hygiene.project_version())
 
 
 @pytest.mark.slow
@@ -109,10 +120,31 @@ def test_a_failing_cell_fails_the_replay_and_the_kernel_has_google_colab(replay,
     path = tmp_path / "fails.ipynb"
     nbformat.write(nb, path)
     python = replay_tool.venv_python()
-    env = replay_tool.replay_env(python, replay_tool.WORK / "origin")
-    result = replay_tool.run_notebook(path, python, env)
+    env = replay_tool.replay_env(python, replay_tool.WORK / "origin.git")
+    result = replay_tool.run_notebook(path, python, env, work=tmp_path)
     assert not result.ok and "ValueError: a cell that fails" in result.error, result.error
-    assert replay_tool.run_notebook(path, python, env, upto=1).ok
+    assert replay_tool.run_notebook(path, python, env, upto=1, work=tmp_path).ok
+
+
+@pytest.mark.slow
+def test_the_replay_fails_when_a_notebook_uses_a_name_its_installed_release_lacks(replay, tmp_path):
+    """A fixture course like this repository's main before release 0.3.0: the links open the chapter from main,
+    which calls mh.shiny(); its set-up cell installs v0.1.0, which lacks it. Replayed from its own history, the
+    chapter must fail on that name; the same chapter at the release (links naming v0.1.0) must pass."""
+    course = tmp_path / "course"
+    commits = make_course_repository(course, links="main")
+    tool = [sys.executable, str(ROOT / "tools" / "colab_replay.py"), "--root", str(course), "--what", "chapters"]
+    work = ["--work", str(replay_tool.WORK)]  # the same environment, started afresh by the replay
+    done = subprocess.run([*tool, *work, "--report", str(tmp_path / "main.json")], capture_output=True, text=True)
+    report = json.loads((tmp_path / "main.json").read_text())
+    assert done.returncode == 1 and report["installs"] == {"v0.1.0": commits["release"]}, done.stdout + done.stderr
+    [result] = report["results"]
+    assert not result["ok"] and "has no attribute 'shiny'" in result["error"], result["error"]
+    done = subprocess.run(
+        [*tool, *work, "--ref", "v0.1.0", "--report", str(tmp_path / "release.json")], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert json.loads((tmp_path / "release.json").read_text())["commit"] == commits["release"]
 
 
 def test_the_version_check_catches_a_version_other_than_colabs():

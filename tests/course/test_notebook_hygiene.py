@@ -53,7 +53,8 @@ def test_setup_cell_follows_the_repository_in_config_at_the_release_tag():
     assert url.startswith("https://github.com/")
     source = hygiene.setup_cell_source()
     assert f"git+{url}@{hygiene.release_tag()}" in source
-    assert f"@{branch}" not in source, "Colab installs the release, never a branch"
+    assert "@main" not in source, "Colab installs the release, never a branch"
+    assert branch == hygiene.release_tag(), "the launch buttons open the notebooks of the release the cell installs"
 
 
 @pytest.mark.parametrize("path", ALL_NOTEBOOKS, ids=_rel)

@@ -127,8 +127,7 @@ def test_the_changelog_describes_the_release():
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: str(p.relative_to(ROOT)))
 def test_no_notebook_installs_from_a_branch(path):
     text = path.read_text(encoding="utf-8")
-    _, branch = hygiene.repository_settings()
-    assert "@main" not in text and f"@{branch}" not in text
+    assert "@main" not in text
     assert f"@{hygiene.release_tag()}" in nbformat.reads(text, as_version=4).cells[0].source
 
 
@@ -159,6 +158,7 @@ def test_readme_links_the_pages_site_of_the_repository_in_config():
         assert found == f"{owner}/{name}", f"README names {found}, _config.yml {owner}/{name}"
     for found in re.findall(r"colab\.research\.google\.com/github/([\w.-]+/[\w.-]+)/blob/([\w.-]+)/", readme):
         assert found == (f"{owner}/{name}", branch)
+    assert branch == hygiene.release_tag(), "the links name the release, never a branch"
     assert f"git+{url}@{hygiene.release_tag()}" in hygiene.setup_cell_source()
 
 
@@ -214,8 +214,8 @@ def test_make_lint_checks_every_workflow():
 def test_publish_workflow_builds_with_the_cache_and_deploys_to_pages():
     workflow = yaml.safe_load(PUBLISH.read_text(encoding="utf-8"))
     triggers = workflow[True]  # YAML 1.1 reads the key `on` as True
-    _, branch = hygiene.repository_settings()
-    assert triggers["push"]["branches"] == [branch] and "workflow_dispatch" in triggers
+    # The site is the release: published from a tag vX.Y.Z only, never from a branch.
+    assert triggers["push"] == {"tags": ["v*"]} and "workflow_dispatch" in triggers
     build, deploy = workflow["jobs"]["build"], workflow["jobs"]["deploy"]
 
     def step(job, action):
@@ -229,6 +229,8 @@ def test_publish_workflow_builds_with_the_cache_and_deploys_to_pages():
     assert cache["restore-keys"].strip() and cache["key"].startswith(cache["restore-keys"].strip())
     runs = [s.get("run") for s in build["steps"]]
     assert "make book" in runs
+    check = 'PYTHONPATH=src python -m manyheads.course.delivery check-tag "$GITHUB_REF_NAME"'
+    assert check in runs and runs.index(check) < runs.index("make book"), "publish only the release commit"
     steps = build["steps"]
     assert steps.index(step(build, "actions/cache")) < runs.index("make book")
     assert runs.index("make book") < steps.index(step(build, "actions/upload-pages-artifact"))
@@ -238,3 +240,16 @@ def test_publish_workflow_builds_with_the_cache_and_deploys_to_pages():
     assert deploy["environment"]["name"] == "github-pages"
     assert step(deploy, "actions/deploy-pages")["id"] == "deployment"
     assert workflow["permissions"] == {"contents": "read"}, "only the deploy job may write"
+
+
+@pytest.mark.parametrize("path", WORKFLOWS, ids=lambda p: p.name)
+def test_every_workflow_checks_out_the_whole_history(path):
+    """The tests and the tag check find the release commit in the history: a shallow checkout would fail them."""
+    workflow = yaml.safe_load(path.read_text(encoding="utf-8"))
+    checkouts = [
+        step
+        for job in workflow["jobs"].values()
+        for step in job.get("steps", [])
+        if step.get("uses", "").startswith("actions/checkout@")
+    ]
+    assert checkouts and all(step.get("with", {}).get("fetch-depth") == 0 for step in checkouts)
