@@ -28,6 +28,7 @@ import argparse
 import ctypes
 import json
 import os
+import re
 import resource
 import select
 import shutil
@@ -64,6 +65,7 @@ TMPFS_BYTES = 256 * 1024 * 1024  # each of the child's /tmp and /home/student
 SERVED = "[manyheads template] kernel"  # starts the template's log line for each kernel it forks
 
 _CLONE_NEWNS = 0x00020000
+_MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_REMOUNT = 0x1, 0x2, 0x4, 0x20
 _MS_BIND, _MS_REC, _MS_PRIVATE = 0x1000, 0x4000, 0x40000
 _PR_SET_DUMPABLE, _PR_SET_NO_NEW_PRIVS = 4, 38
 
@@ -149,6 +151,52 @@ def _mount_tmpfs(libc, target: str, mode: str, uid: int) -> None:
     _check(libc.mount(b"tmpfs", target.encode(), b"tmpfs", 0, options), f"mount tmpfs on {target}")
 
 
+def _unescape(field: str) -> str:
+    """A path as /proc/self/mountinfo writes it (space, tab, newline and backslash as octal escapes)."""
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
+
+
+def mounts_under(folder: str, mountinfo: str) -> list[tuple[str, bool]]:
+    """(mount point, read-only) of the outermost mounts strictly inside ``folder``, from ``mountinfo``'s text, in
+    the order they were mounted. With the environment, the course or nbgrader's runtime folder under /tmp, these are
+    the sandbox's binds of them (see sandbox._sandbox_args), which a fresh /tmp would hide."""
+    found: list[tuple[str, bool]] = []
+    prefix = folder.rstrip("/") + "/"
+    for line in mountinfo.splitlines():
+        fields = line.split()
+        if len(fields) < 6:
+            continue
+        point = _unescape(fields[4])
+        if point.startswith(prefix):
+            found = [(p, ro) for p, ro in found if not p.startswith(point.rstrip("/") + "/")]  # over-mounted
+            if not any(point.startswith(p.rstrip("/") + "/") or point == p for p, _ in found):
+                found.append((point, "ro" in fields[5].split(",")))
+    return found
+
+
+def _fresh_tmp(libc) -> None:
+    """Mount a fresh /tmp (mode 0755, not writable by the kernel, as bwrap --tmpfs gives the plain launcher) and put
+    back, at the same paths and read-only as before, what the sandbox had bound under the old one: the interpreter,
+    the environment, the course package and nbgrader's runtime folder may all live under /tmp (a mktemp clone)."""
+    with open("/proc/self/mountinfo", encoding="utf-8") as f:
+        keep = mounts_under("/tmp", f.read())
+    handles = [(point, ro, os.open(point, os.O_PATH)) for point, ro in keep]  # reachable once /tmp is covered
+    _mount_tmpfs(libc, "/tmp", "0755", 0)
+    for point, ro, handle in handles:
+        source = f"/proc/self/fd/{handle}"
+        parent = os.path.dirname(point)
+        os.makedirs(parent, mode=0o755, exist_ok=True)
+        if os.path.isdir(source):
+            os.makedirs(point, mode=0o755, exist_ok=True)
+        elif not os.path.exists(point):
+            os.close(os.open(point, os.O_CREAT | os.O_WRONLY, 0o644))
+        _check(libc.mount(source.encode(), point.encode(), None, _MS_BIND | _MS_REC, None), f"bind {point}")
+        if ro:
+            flags = _MS_BIND | _MS_REMOUNT | _MS_RDONLY | _MS_NOSUID | _MS_NODEV
+            _check(libc.mount(None, point.encode(), None, flags, None), f"read-only {point}")
+        os.close(handle)
+
+
 def _become_kernel(settings: _Settings, request: dict) -> None:
     """In the forked child: isolate, limit and drop privileges (sandbox), then run ipykernel. Never returns."""
     limits = json.loads(settings.limits)
@@ -165,15 +213,7 @@ def _become_kernel(settings: _Settings, request: dict) -> None:
         data = Path(connection).read_bytes()
         _check(libc.unshare(_CLONE_NEWNS), "unshare the mount namespace")
         _check(libc.mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None), "make mounts private")
-        # The runtime folder (nbgrader's sockets) may lie under /tmp: keep a handle on it across the new /tmp.
-        runtime = os.path.dirname(connection)
-        handle = os.open(runtime, os.O_PATH | os.O_DIRECTORY)
-        _mount_tmpfs(libc, "/tmp", "0755", 0)  # as bwrap --tmpfs gives the plain launcher: not writable
-        if not os.path.isdir(runtime):
-            os.makedirs(runtime, mode=0o755)
-            source = f"/proc/self/fd/{handle}".encode()
-            _check(libc.mount(source, runtime.encode(), None, _MS_BIND, None), "bind the runtime folder")
-        os.close(handle)
+        _fresh_tmp(libc)
         _mount_tmpfs(libc, "/home/student", "0755", uid)
         connection = "/home/student/.connection.json"
         Path(connection).write_bytes(data)

@@ -200,7 +200,10 @@ def prepare(
 set -e
 CONN="$1"
 RT="$(dirname "$CONN")"
-RT_PARENTS="$(d="$RT"; while d="$(dirname "$d")"; [ "$d" != / ]; do echo "$d"; done | sort)"
+# bwrap's arguments that create the runtime folder's parents, outermost first (paths may hold spaces)
+set --
+d="$RT"
+while d="$(dirname "$d")"; [ "$d" != / ]; do set -- --perms 0755 --dir "$d" "$@"; done
 # Kernels of one worker run one after the other: whatever an earlier student's kernel left in the socket folder
 # (files owned by the sandbox user) is removed, so it cannot pass anything to the next student.
 [ "$(id -u)" = 0 ] && find "$RT" -mindepth 1 -maxdepth 1 -user {uid} -exec rm -rf {{}} + || true
@@ -212,7 +215,7 @@ exec 2>>"$MANYHEADS_SCRATCH/../kernel.log" \\
   prlimit --as={limits.memory_bytes} --cpu={limits.cpu_seconds} --nproc="$NPROC" \\
   --fsize={limits.file_bytes} --nofile={limits.open_files} --core=0 -- \\
   bwrap {shlex.join(_sandbox_args(spec_dir))} \\
-  $(for d in $RT_PARENTS; do printf -- '--perms 0755 --dir %s ' "$d"; done) \\
+  "$@" \\
   --bind "$RT" "$RT" --bind "$SCRATCH" /home/student --chdir /home/student \\
   {drop} {shlex.quote(sys.executable)} {shlex.quote(str(spec_dir / "launcher.py"))} -f /home/student/.connection.json
 """
