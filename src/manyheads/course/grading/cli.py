@@ -2,7 +2,9 @@
 
 Exit status 0 when the batch ran to the end, whatever single submissions did; 2 for misuse (unknown assignment,
 unreadable submissions, an LMS layout or gradebook that cannot be used, no sandbox without --no-sandbox), with a
-message on stderr. After grading, the LMS export (``lms.py``) writes the gradebook CSV and the feedback to upload.
+message on stderr; 3 when the preflight fails (the release's reference answers or its blank release do not score as
+they should in the grader's sandbox: an environment problem, nobody is graded); ``--check`` runs only the
+preflight. After grading, the LMS export (``lms.py``) writes the gradebook CSV and the feedback to upload.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from pathlib import Path
 
 from manyheads.course.grading import collect, lms, report, versions
 from manyheads.course.grading.collect import CollectError
+from manyheads.course.grading.preflight import PreflightError
 from manyheads.course.grading.runner import FEEDBACK_DIR, GradingError, Options, grade
 
 
@@ -30,10 +33,19 @@ def build_parser() -> argparse.ArgumentParser:
         "submissions",
         metavar="SUBMISSIONS",
         type=Path,
+        nargs="?",
         help="folder or .zip: an LMS download (Canvas, Moodle, Blackboard), <student_id>/<any>.ipynb or "
         "<student_id>__<any>.ipynb",
     )
-    g.add_argument("--out", required=True, type=Path, help="output folder (grades.csv, feedback/, report.md/.html)")
+    g.add_argument(
+        "--out", type=Path, help="output folder (grades.csv, feedback/, report.md/.html); required but with --check"
+    )
+    g.add_argument(
+        "--check",
+        action="store_true",
+        help="only the preflight: grade the release's reference answers and a blank release in the sandbox the class "
+        "would use, and say whether grading works here (and if not, why)",
+    )
     g.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="submissions graded at once (default: cores)")
     g.add_argument("--timeout", type=int, default=60, help="seconds per cell before it is interrupted (default 60)")
     g.add_argument("--db", help="gradebook URL, e.g. postgresql://user:pw@host/course (default: sqlite in OUT/course)")
@@ -83,6 +95,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.gradebook is not None and not args.gradebook.is_file():
         print(f"manyheads grade: --gradebook {args.gradebook}: no such file", file=sys.stderr)
         return 2
+    if args.check:
+        return _check(args)
+    if args.submissions is None or args.out is None:
+        print("manyheads grade: SUBMISSIONS and --out are required (but with --check)", file=sys.stderr)
+        return 2
     try:  # names only, so that a layout or gradebook problem stops the command before grading starts
         layout = collect.plan(args.submissions, args.pattern, args.lms)
         if args.gradebook is not None:
@@ -111,6 +128,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     try:
         rows, facts = grade(args.assignment, args.submissions, args.out, opts, course=args.course)
+    except PreflightError as exc:
+        print(f"manyheads grade: {exc}", file=sys.stderr)
+        return 3
     except (GradingError, CollectError) as exc:
         print(f"manyheads grade: {exc}", file=sys.stderr)
         return 2
@@ -144,6 +164,24 @@ def main(argv: list[str] | None = None) -> int:
         for note in exported.notes:
             print(f"  check: {note}")
     return 0 if exported is not None else 2
+
+
+def _check(args) -> int:
+    """``--check``: the preflight alone, in a scratch OUT unless --out is given; 0 when grading works here."""
+    import tempfile
+
+    opts = Options(jobs=1, timeout=args.timeout, sandbox=not args.no_sandbox, keep_work=args.keep_work, check=True)
+    with tempfile.TemporaryDirectory(prefix="mh-check-") as scratch:
+        try:
+            _, facts = grade(args.assignment, None, args.out or Path(scratch), opts, course=args.course)
+        except PreflightError as exc:
+            print(f"manyheads grade: {exc}", file=sys.stderr)
+            return 3
+        except GradingError as exc:
+            print(f"manyheads grade: {exc}", file=sys.stderr)
+            return 2
+    print(f"{args.assignment}: {facts['preflight']}; grading works here")
+    return 0
 
 
 if __name__ == "__main__":

@@ -204,6 +204,7 @@ def write_report(path: Path, rows, facts: dict) -> None:
         f"{facts.get('forked_kernels', 0)} kernel(s) forked from a template process, "
         f"{facts['db']} gradebook, in {facts['seconds']:.0f} s.",
         "",
+        *([f"Preflight: {facts['preflight']}.", ""] if facts.get("preflight") else []),
         "## Parts",
         "",
         "Over the graded notebooks. Failures: the students who did not get the part's full points, with the "
@@ -454,6 +455,7 @@ def write_html(path: Path, rows, facts: dict, extra: list[str] = ()) -> None:
         ("Sandbox", "on" if facts["sandbox"] else "OFF (trusted code only)"),
         ("Kernels forked from a template", str(facts.get("forked_kernels", 0))),
         ("Gradebook", str(facts["db"])),
+        *([("Preflight", str(facts["preflight"]))] if facts.get("preflight") else []),
     ]
     body += [f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in facts_list]
     body.append("</dl>")

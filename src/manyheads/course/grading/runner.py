@@ -79,6 +79,8 @@ class Options:
     feedback: str = "student"  # or "full": the instructor's private view, written to OUT/feedback-full
     limits: sandbox_mod.Limits = sandbox_mod.Limits()
     scheduler: str | None = None  # tcp://HOST:PORT of a dask.distributed scheduler: the chunks are graded there
+    preflight: bool = True  # grade the reference answers and a blank release first (preflight.py)
+    check: bool = False  # only the preflight (``manyheads grade --check``): no submissions, nothing written to OUT
 
 
 @contextlib.contextmanager
@@ -206,9 +208,16 @@ def check_submissions(
     return rows, skipped
 
 
+STARTUP_DEATH = (
+    "the kernel died at start-up, before any of the notebook ran: an environment problem, not the student's "
+    "(`manyheads grade --check ASSIGNMENT` says why)"
+)
+
+
 def _why_failed(log: str, student: str) -> str:
     text = log.replace("\r", "")
     for needle, why in (
+        ("Kernel died before replying to kernel_info", STARTUP_DEATH),
         ("DeadKernelError", "the kernel died (e.g. the code killed it or ran out of memory)"),
         ("Kernel died", "the kernel died (e.g. the code killed it or ran out of memory)"),
         ("CellTimeoutError", "a cell ran past the time limit and could not be interrupted"),
@@ -430,16 +439,27 @@ def merge_sqlite(target: Path, sources: list[Path]) -> None:
             con.execute(f"DETACH DATABASE w{i}")
 
 
+def test_points(release: nbformat.NotebookNode) -> dict[str, float]:
+    """{grade id: points} of the release's autograded test cells, in notebook order."""
+    return {
+        c.metadata["nbgrader"]["grade_id"]: float(c.metadata["nbgrader"]["points"])
+        for c in release.cells
+        if c.metadata.get("nbgrader", {}).get("grade") and not c.metadata["nbgrader"].get("solution")
+    }
+
+
 def grade(
-    assignment: str, submissions: Path, out: Path, opts: Options, course: Path | None = None
+    assignment: str, submissions: Path | None, out: Path, opts: Options, course: Path | None = None
 ) -> tuple[list[Row], dict]:
-    """Grade every student's submission; write nothing but ``out``. Returns the rows and facts for the report."""
+    """Grade every student's submission; write nothing but ``out``. Returns the rows and facts for the report.
+    With ``opts.check`` only the preflight runs (``submissions`` may be None) and the rows are empty."""
     started = time.monotonic()
     source = find_course(assignment, course)
-    submissions = Path(submissions).resolve()
     out = Path(out).resolve()
-    if out == submissions or submissions in out.parents or out in submissions.parents:
-        raise GradingError("--out must be outside SUBMISSIONS (the submissions are never modified)")
+    if not opts.check:
+        submissions = Path(submissions).resolve()
+        if out == submissions or submissions in out.parents or out in submissions.parents:
+            raise GradingError("--out must be outside SUBMISSIONS (the submissions are never modified)")
     if opts.sandbox and (why := sandbox_mod.available()):
         raise GradingError(why)
     out.mkdir(parents=True, exist_ok=True)
@@ -450,10 +470,30 @@ def grade(
     release = release_course(source, assignment, master, db)
     helpers = hidden_helpers(nbformat.read(master / "solutions" / assignment / f"{assignment}.ipynb", as_version=4))
     feedback_mod.configure(master / CONFIG_FILE, opts.feedback)  # the workers copy it
-    rows, skipped = check_submissions(submissions, release, assignment, opts.pattern, opts.lms)
+    points = test_points(release)
+    test_ids = list(points)
+    rows, skipped = (
+        ([], []) if opts.check else check_submissions(submissions, release, assignment, opts.pattern, opts.lms)
+    )
     todo = [r for r in rows if r.notebook is not None]
     jobs = max(1, min(opts.jobs, len(todo)))
     workers = [] if opts.scheduler else [_Worker(i, master, work, assignment, db, opts) for i in range(jobs)]
+    checked = None
+    if (opts.preflight or opts.check) and (workers or opts.check):
+        from manyheads.course.grading import preflight
+
+        first = workers[0] if workers else _Worker(0, master, work, assignment, db, opts)
+        solution = nbformat.read(master / "solutions" / assignment / f"{assignment}.ipynb", as_version=4)
+        checked = preflight.run(first, release, solution, assignment, points, sys.executable)
+        if not checked.ok or opts.check:
+            first.close()
+            for worker in workers:
+                worker.close()
+            if not opts.keep_work:
+                shutil.rmtree(work, ignore_errors=True)
+            if not checked.ok:
+                raise preflight.PreflightError(checked.message(assignment))
+            return [], {"assignment": assignment, "preflight": checked.summary(), "seconds": time.monotonic() - started}
     # One nbgrader process per chunk: its start-up costs seconds, so chunks are large (one per job for a small
     # class); a large class is cut into several chunks per job, taken from a queue so that the jobs stay balanced.
     # Equal chunks of at most 40 (each costs an nbgrader start, and a chunk that fails is graded again one by one):
@@ -489,22 +529,12 @@ def grade(
         from manyheads.course.grading import cluster
 
         workers = cluster.grade_on_cluster(opts.scheduler, master, work, assignment, db, opts, tasks, where)
-    forked = sum(w.kernels_from_template() for w in workers)
+    forked = sum(w.kernels_from_template() for w in workers) - (checked.forked if checked else 0)
     for worker in workers:
         worker.close()
     if errors:
         raise errors[0]
     # Scores from the gradebook(s), feedback into OUT/feedback/<student>/<notebook>.html
-    test_ids = [
-        c.metadata["nbgrader"]["grade_id"]
-        for c in release.cells
-        if c.metadata.get("nbgrader", {}).get("grade") and not c.metadata["nbgrader"].get("solution")
-    ]
-    points = {
-        c.metadata["nbgrader"]["grade_id"]: float(c.metadata["nbgrader"]["points"])
-        for c in release.cells
-        if c.metadata.get("nbgrader", {}).get("grade_id") in test_ids
-    }
     by_worker: dict[int, list[str]] = {}
     for student, worker in where.items():
         by_worker.setdefault(id(worker), []).append(student)
@@ -565,6 +595,7 @@ def grade(
         "jobs": jobs,
         "sandbox": opts.sandbox,
         "forked_kernels": forked,  # kernels forked from a template process (the rest started Python each)
+        "preflight": checked.summary() if checked else "not run" + (" (graded on a cluster)" if opts.scheduler else ""),
         "seconds": time.monotonic() - started,
         "test_ids": test_ids,
         "points": points,
