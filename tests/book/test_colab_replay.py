@@ -127,7 +127,7 @@ def test_a_failing_cell_fails_the_replay_and_the_kernel_has_google_colab(replay,
 
 
 @pytest.mark.slow
-def test_the_replay_fails_when_a_notebook_uses_a_name_its_installed_release_lacks(replay, tmp_path):
+def test_the_replay_fails_when_a_notebook_uses_a_name_its_installed_release_lacks(tmp_path):
     """A fixture course like this repository's main before release 0.3.0: the links open the chapter from main,
     which calls mh.shiny(); its set-up cell installs v0.1.0, which lacks it. Replayed from its own history, the
     chapter must fail on that name; the same chapter at the release (links naming v0.1.0) must pass."""
