@@ -69,7 +69,12 @@ def _sync(device: torch.device) -> None:
 
 @torch.no_grad()
 def decoding_speed(
-    model: nn.Module, contexts: Sequence[int], steps: int = 8, warmup: int = 1, seed: int = 0
+    model: nn.Module,
+    contexts: Sequence[int],
+    steps: int = 8,
+    warmup: int = 1,
+    seed: int = 0,
+    device: torch.device | str | None = None,
 ) -> list[DecodeRecord]:
     """Time ``steps`` single-token decoding steps of ``model`` (a LlamaDecoder) after each context length.
 
@@ -77,11 +82,16 @@ def decoding_speed(
     (seeded by ``seed``), on the model's device and in its dtype; ``warmup`` untimed steps come first (they grow the
     context by ``warmup`` tokens), then each timed step feeds the previous step's most likely token at the next
     position. Returns one :class:`DecodeRecord` per context length, in order, batch 1.
+
+    ``device``: where to time it (default: the model's device); on another device a copy of the model is timed, so
+    the model itself stays where it is.
     """
     if not contexts or any(isinstance(n, bool) or not isinstance(n, int) or n < 1 for n in contexts):
         raise ValueError(f"contexts must be a non-empty list of positive ints (cached tokens), got {contexts!r}")
     if steps < 1 or warmup < 0:
         raise ValueError(f"need steps >= 1 and warmup >= 0, got steps={steps}, warmup={warmup}")
+    if device is not None and torch.device(device) != next(model.parameters()).device:
+        model = copy.deepcopy(model).to(device)
     config = model.config
     parameter = next(model.parameters())
     device, dtype = parameter.device, parameter.dtype
@@ -187,7 +197,8 @@ class UptrainRun:
 @torch.no_grad()
 def _held_out(model: nn.Module, tokens: Tensor, targets: Tensor) -> tuple[float, float]:
     model.eval()
-    logits, _ = model(tokens)
+    logits, _ = model(tokens)  # on the model's device
+    targets = targets.to(logits.device)
     loss = F.cross_entropy(logits.flatten(0, -2), targets.flatten(), ignore_index=IGNORE_INDEX).item()
     return loss, readout_accuracy(logits, targets).mean().item()
 
@@ -209,15 +220,17 @@ def uptrain(
     lower rate than pre-training's, since the model starts trained). held_out: (tokens, targets) to score on,
     default 1,024 sequences of ``task`` drawn with seed 99. The longest run's accuracy curve (every
     ``config.eval_every`` steps, on :func:`~manyheads.training.train`'s own held-out batch) is kept for plotting.
+    It trains on ``pretrained``'s device.
     """
     config = TrainConfig(lr=3e-3, seed=1) if config is None else config
     if held_out is None:
         held_out = task.sample(1024, torch.Generator().manual_seed(99))
     converted = group_kv_heads(pretrained, n_kv_heads, method)
+    device = next(pretrained.parameters()).device
     after, curve = [], None
     for n in steps:
         run = train(
-            lambda: copy.deepcopy(converted), task, dataclasses.replace(config, steps=n), device="cpu", progress=False
+            lambda: copy.deepcopy(converted), task, dataclasses.replace(config, steps=n), device=device, progress=False
         )
         after.append(_held_out(run.model, *held_out))
         if n == max(steps):

@@ -93,7 +93,8 @@ def spearman(x: Tensor, y: Tensor) -> float:
 def fit_ridge(features: Tensor, targets: Tensor, alpha: float) -> tuple[Tensor, Tensor]:
     """Ridge regression with an intercept: ``(weight (d,), bias ())`` minimising |Xw + b - y|² + alpha·|w|².
 
-    features: (n, d); targets: (n,). Solved in float64 in closed form; the intercept is not penalised.
+    features: (n, d); targets: (n,). Solved in float64 in closed form on the features' device (targets are moved
+    there); the intercept is not penalised.
     """
     if features.dim() != 2 or targets.shape != features.shape[:1]:
         raise ValueError(
@@ -101,10 +102,10 @@ def fit_ridge(features: Tensor, targets: Tensor, alpha: float) -> tuple[Tensor, 
         )
     if alpha < 0:
         raise ValueError(f"alpha must be >= 0, got {alpha}")
-    x, y = features.detach().double(), targets.detach().double()
+    x, y = features.detach().double(), targets.detach().double().to(features.device)
     x_mean, y_mean = x.mean(0), y.mean()
     xc = x - x_mean
-    gram = xc.T @ xc + alpha * torch.eye(x.shape[1], dtype=torch.float64)
+    gram = xc.T @ xc + alpha * torch.eye(x.shape[1], dtype=torch.float64, device=x.device)
     weight = torch.linalg.solve(gram, xc.T @ (y - y_mean))
     bias = y_mean - x_mean @ weight
     return weight.to(features.dtype), bias.to(features.dtype)
@@ -190,7 +191,8 @@ class ModelTask(PruningTask):
     ``metric(outputs, targets) -> float`` (higher is better) and ``loss(outputs, targets) -> scalar tensor`` take
     the model's output passed through ``output_fn`` (default: the first element of a tuple, e.g. the toy model's
     logits). The loss is computed in batches of ``batch_size`` items (one gradient per batch for
-    :func:`head_importance`). Mean ablation uses each head's mean output on ``inputs``.
+    :func:`head_importance`). Mean ablation uses each head's mean output on ``inputs``. ``inputs`` and ``targets``
+    are moved to the model's device.
     """
 
     def __init__(
@@ -210,7 +212,8 @@ class ModelTask(PruningTask):
             raise ValueError(
                 f"inputs and targets must have the same number of items, got {len(inputs)}, {len(targets)}"
             )
-        self.inputs, self.targets = inputs, targets
+        device = next(model.parameters()).device  # items and targets live where the model runs
+        self.inputs, self.targets = inputs.to(device), targets.to(device)
         self._metric, self._loss = metric, loss
         self.output_fn = output_fn or (lambda out: out[0] if isinstance(out, tuple) else out)
         self.batch_size, self.name, self.metric_name = batch_size, name, metric_name
@@ -521,7 +524,7 @@ def sentiment_probe_task(
     fit_rows, eval_rows = order[:n_fit], order[n_fit : n_fit + n_eval]
     fit_part = EncoderTask(model, tokenizer, [texts[i] for i in fit_rows], max_tokens, tokens_per_batch)
     features = fit_part.embeddings(fit_part.ones())
-    fit_ratings = ratings[fit_rows].float()
+    fit_ratings = ratings[fit_rows].float().to(features.device)  # beside the embeddings, on the model's device
     weight, bias = fit_ridge(features, fit_ratings, alpha)
     task = _SentimentTask(
         model, tokenizer, [texts[i] for i in eval_rows], ratings[eval_rows], weight, bias, max_tokens, tokens_per_batch

@@ -81,7 +81,8 @@ class AttentionOnlyTransformer(nn.Module):
         return self.layers[0].n_heads
 
     def forward(self, tokens: Tensor, remove: Iterable[HeadPath] = ()) -> AttentionOnlyOutput:
-        """tokens: (batch, seq) ids → logits (batch, seq, n_tokens), weights (n_layers, batch, n_heads, seq, seq).
+        """tokens: (batch, seq) ids → logits (batch, seq, n_tokens), weights (n_layers, batch, n_heads, seq, seq),
+        on the model's device (tokens are moved there).
 
         ``remove``: :class:`HeadPath` entries (or (layer, head, path) triples); each subtracts that head's output
         from the ``path`` input of every later layer (see the module docstring). Its direct path to the logits and
@@ -93,6 +94,7 @@ class AttentionOnlyTransformer(nn.Module):
         if seq > self.max_seq:
             raise ValueError(f"sequence length {seq} exceeds the model's max_seq={self.max_seq}")
         remove = self._check_paths(remove)
+        tokens = tokens.to(self.token_embedding.weight.device)  # CPU batches run where the model is
         mask = causal_mask(seq, device=tokens.device)
         x = self.token_embedding(tokens) + self.position_embedding(torch.arange(seq, device=tokens.device))
         writes: dict[tuple[int, int], Tensor] = {}  # (layer, head) → what that head added to the residual stream

@@ -211,11 +211,16 @@ class LlamaDecoder(nn.Module):
     ) -> DecoderOutput:
         """input_ids (batch, seq). attention_mask (batch, past+seq): 1 for real tokens, 0 for padding (keys that no
         query may attend to). position_ids (batch, seq): default past, past+1, ... (pass your own with left padding).
-        past_key_values: from a previous call's output with ``use_cache=True``.
+        past_key_values: from a previous call's output with ``use_cache=True``. Inputs are moved to the model's
+        device; the outputs stay there.
         """
+        # Tokenizers make CPU tensors; moving them here lets a notebook put only the model on the GPU.
+        device = self.embed.weight.device
+        input_ids = input_ids.to(device)
+        attention_mask = None if attention_mask is None else attention_mask.to(device)
+        position_ids = None if position_ids is None else position_ids.to(device)
         batch, seq = input_ids.shape
         past = 0 if past_key_values is None else past_key_values[0][0].shape[2]
-        device = input_ids.device
         if position_ids is None:
             position_ids = torch.arange(past, past + seq, device=device).expand(batch, seq)
         # Query i (at absolute position past + i) may attend to keys 0 ... past + i.
@@ -378,6 +383,8 @@ def generate_greedy(
     With ``use_cache`` each step feeds only the newest token and reuses the keys and values of the earlier ones
     (the KV cache); without it, each step runs the whole sequence again. Both give the same tokens.
 
+    The prompt may be on the CPU: it is moved to the model's device, where the result stays.
+
     Prompts of different lengths: pad them on the left and pass the mask, ``ids, mask = pad_left(prompts)`` then
     ``generate_greedy(model, ids, n, attention_mask=mask)``. Positions then count real tokens only
     (position_ids = cumsum(attention_mask) - 1, as transformers' ``generate`` does), so each row gets the tokens it
@@ -388,7 +395,8 @@ def generate_greedy(
     chat turn) is finished: its later columns repeat that id, and generation stops early once every row is finished.
     """
     mask = _check_prompts(model, input_ids, attention_mask, max_new_tokens)
-    ids = input_ids.long()
+    device = model.embed.weight.device  # the prompt follows the model; the result stays on its device
+    ids, mask = input_ids.long().to(device), mask.to(device)
     if max_new_tokens == 0:
         return ids
     eos = model.config.eos_token_id if stop_at_eos else None

@@ -65,10 +65,12 @@ class TinyAttentionModel(nn.Module):
         return self.attention.d_head
 
     def forward(self, tokens: Tensor) -> tuple[Tensor, Tensor]:
-        """tokens: (batch, seq) → logits (batch, seq, n_relations, vocab_size), weights (batch, n_heads, seq, seq)."""
+        """tokens: (batch, seq) → logits (batch, seq, n_relations, vocab_size), weights (batch, n_heads, seq, seq),
+        on the model's device (tokens are moved there)."""
         batch, seq = tokens.shape
         if seq > self.seq_len:
             raise ValueError(f"sequence length {seq} exceeds the model's seq_len={self.seq_len}")
+        tokens = tokens.to(self.token_embedding.weight.device)  # CPU batches run where the model is
         positions = torch.arange(seq, device=tokens.device)
         x = self.token_embedding(tokens) + self.position_embedding(positions)  # (batch, seq, d_model)
         mixed, weights = self.attention(x, mask=causal_mask(seq, device=tokens.device))
