@@ -31,10 +31,10 @@ from pathlib import Path
 import nbformat
 
 from manyheads.course import delegation
+from manyheads.course.grading import budget, integrity, kernel_template, versions
 from manyheads.course.grading import collect as collect_mod
 from manyheads.course.grading import feedback as feedback_mod
 from manyheads.course.grading import flags as flags_mod
-from manyheads.course.grading import integrity, kernel_template, versions
 from manyheads.course.grading import report as report_mod
 from manyheads.course.grading import sandbox as sandbox_mod
 from manyheads.course.layout import CourseLayout
@@ -360,7 +360,7 @@ def _scores(db: str, assignment: str, students: list[str]) -> dict[str, dict]:
 
 
 RUN_NOTES = {
-    "time": "a cell hit the time limit and was interrupted",
+    "time": "a cell ran past its time limit (an infinite loop?) and was stopped",
     "memory": "a cell ran out of memory (MemoryError)",
     "output": "output cut at the grader's limit",
 }
@@ -470,6 +470,7 @@ def grade(
     release = release_course(source, assignment, master, db)
     helpers = hidden_helpers(nbformat.read(master / "solutions" / assignment / f"{assignment}.ipynb", as_version=4))
     feedback_mod.configure(master / CONFIG_FILE, opts.feedback)  # the workers copy it
+    budget.configure(master / CONFIG_FILE)  # a time budget per notebook: 5 s a cell after its first timeout
     points = test_points(release)
     test_ids = list(points)
     rows, skipped = (
