@@ -52,7 +52,7 @@ test: lint $(STAMP) data vendor system-packages
 # notebooks at the release the links name, the package at the release their set-up cell installs), run in a fresh
 # environment with Colab's versions (ipywidgets 7.7.1, numpy 2.1.3, ...) in _build/colab-replay: every chapter and
 # solution top to bottom, the student versions up to their first answer cell, and the widgets under ipywidgets 7.7.1.
-# make test replays the solutions, the chapters' opening cells and the set-up cells (tests/book/).
+# make test replays the solutions and each chapter up to its imports (tests/book/).
 colab-replay: $(STAMP) data
 	$(BIN)/python tools/colab_replay.py
 

@@ -9,8 +9,8 @@ that set its version; a clone needs no tags, but it needs its whole history).
 
 ``python tools/colab_replay.py`` (``make colab-replay``, run by the publishing workflow) replays every chapter and
 solution top to bottom and the student versions up to their first answer cell; the replay test
-(tests/book/test_colab_replay.py, in ``make test``) replays the solutions, each chapter's opening cells (up to its
-imports) and one chapter per form of the set-up cell. ``--ref`` replays another ref, ``--root`` another clone (the
+(tests/book/test_colab_replay.py, in ``make test``) replays the solutions and each chapter's opening cells (its
+set-up cell and its imports). ``--ref`` replays another ref, ``--root`` another clone (the
 tests' fixture repositories). Steps:
 
 1. A fresh virtual environment, ``_build/colab-replay/venv`` (reused while :data:`COLAB` and the Python version do
