@@ -10,7 +10,7 @@ Organised by responsibility, one job per module (each module's docstring names t
 * ``models/``: ``tiny`` (toy models), ``bert`` (the pretrained encoder), ``checkpoints``, ``gguf_file`` (the
   decoder's weights), ``kv_heads`` (K/V heads grouped or repeated), ``tokenizer``;
 * ``data/``: synthetic tasks, the shipped probe sets and ``corpora`` (verified data files from registry packages);
-* ``analysis/``: ``collect``, ``heads``, ``probing``, ``circuits``, ``capacity``, ``symmetry``, ``speed``,
+* ``analysis/``: ``claims``, ``collect``, ``heads``, ``probing``, ``circuits``, ``capacity``, ``symmetry``, ``speed``,
   ``language_model``, ``kv_cache``;
 * ``viz/``: ``plots``, ``tables``, ``live``, ``widgets``, ``attention_views``;
 * ``checks/``: the exercises' visible checks, ``mh.checks.check_<part>``;
@@ -42,6 +42,11 @@ _SUBMODULES = (
 # Public name → the module that defines it. tests/package/test_layout.py checks that this is every module's
 # __all__, and that no two modules give one name to two different things.
 _NAMES = {
+    "change_words": "manyheads.analysis.claims",
+    "compare_words": "manyheads.analysis.claims",
+    "ratio_words": "manyheads.analysis.claims",
+    "share_interval": "manyheads.analysis.claims",
+    "share_words": "manyheads.analysis.claims",
     "SweepRecord": "manyheads.analysis.capacity",
     "fit_attention_pattern": "manyheads.analysis.capacity",
     "random_attention_pattern": "manyheads.analysis.capacity",

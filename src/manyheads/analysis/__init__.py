@@ -1,5 +1,6 @@
 """Measuring what heads do, from their weights and their attention.
 
+:mod:`~manyheads.analysis.claims` (comparing words from measured values and intervals; chapters 5-7),
 :mod:`~manyheads.analysis.collect` (attention out of the models: per offset, per word piece, per word),
 :mod:`~manyheads.analysis.heads` (per-head statistics: entropy, offsets, surface statistics, taxonomy; chapter 4),
 :mod:`~manyheads.analysis.probing` (heads as syntax and coreference probes; chapter 4),
@@ -37,6 +38,7 @@ from manyheads.analysis.circuits import (
     random_subspace_angles,
     subspace_overlap,
 )
+from manyheads.analysis.claims import change_words, compare_words, ratio_words, share_interval, share_words
 from manyheads.analysis.collect import offset_mass, token_attentions, word_attention, word_attentions
 from manyheads.analysis.heads import (
     TAXONOMY,
@@ -103,6 +105,11 @@ from manyheads.analysis.symmetry import (
 )
 
 __all__ = [
+    "change_words",
+    "compare_words",
+    "ratio_words",
+    "share_interval",
+    "share_words",
     "offset_mass",
     "token_attentions",
     "word_attention",
