@@ -68,3 +68,9 @@ def test_a_looping_answer_costs_one_full_timeout_then_5_s_a_cell(tmp_path):
     )
     assert seconds < 12 * len(stopped) + 60, (seconds, stopped)
     assert re.search(r"Preflight: preflight passed", md)
+    # progress: a line per student as it finishes, with the time left until the last
+    lines = [line for line in done.stderr.splitlines() if line.startswith("[")]
+    assert len(lines) == 2 and lines[0].startswith("[1/2] ") and lines[1].startswith("[2/2] "), done.stderr
+    looping = next(line for line in lines if "] loops:" in line)
+    assert "(time limit)" in looping and re.search(r"\] fine: 8/8 in \d+\.\d s", done.stderr), lines
+    assert "left" in lines[0] and lines[1].endswith("; done"), lines

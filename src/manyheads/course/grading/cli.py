@@ -71,6 +71,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="student (default): points, pass/fail and messages, never hidden tests or reference code, in "
         "OUT/feedback; full: everything, for the instructor's private review, in OUT/feedback-full",
     )
+    g.add_argument(
+        "--quiet", action="store_true", help="no progress lines (one per student as it is graded, on stderr)"
+    )
     g.add_argument("--keep-work", action="store_true", help="keep OUT/.work (worker courses and nbgrader logs)")
     g.add_argument(
         "--scheduler",
@@ -125,6 +128,7 @@ def main(argv: list[str] | None = None) -> int:
         keep_work=args.keep_work,
         feedback=args.feedback,
         scheduler=args.scheduler,
+        quiet=args.quiet,
     )
     try:
         rows, facts = grade(args.assignment, args.submissions, args.out, opts, course=args.course)

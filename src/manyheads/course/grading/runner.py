@@ -23,6 +23,7 @@ import shutil
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -35,6 +36,7 @@ from manyheads.course.grading import budget, integrity, kernel_template, version
 from manyheads.course.grading import collect as collect_mod
 from manyheads.course.grading import feedback as feedback_mod
 from manyheads.course.grading import flags as flags_mod
+from manyheads.course.grading import progress as progress_mod
 from manyheads.course.grading import report as report_mod
 from manyheads.course.grading import sandbox as sandbox_mod
 from manyheads.course.layout import CourseLayout
@@ -80,6 +82,7 @@ class Options:
     limits: sandbox_mod.Limits = sandbox_mod.Limits()
     scheduler: str | None = None  # tcp://HOST:PORT of a dask.distributed scheduler: the chunks are graded there
     preflight: bool = True  # grade the reference answers and a blank release first (preflight.py)
+    quiet: bool = False  # no progress lines (progress.py)
     check: bool = False  # only the preflight (``manyheads grade --check``): no submissions, nothing written to OUT
 
 
@@ -112,8 +115,11 @@ def normalise_db(url: str) -> str:
     return url
 
 
-def nbgrader(course: Path, *args: str, db: str, env: dict | None = None, timeout: float | None = None):
-    """Run one nbgrader command in ``course``: (exit status, output). Never raises on nbgrader's own failures."""
+def nbgrader(
+    course: Path, *args: str, db: str, env: dict | None = None, timeout: float | None = None, watch=None
+) -> tuple[int, str]:
+    """Run one nbgrader command in ``course``: (exit status, output). Never raises on nbgrader's own failures.
+    ``watch`` is called about twice a second while it runs (progress.Watch)."""
     cmd = [
         sys.executable,
         "-m",
@@ -122,11 +128,24 @@ def nbgrader(course: Path, *args: str, db: str, env: dict | None = None, timeout
         f"--CourseDirectory.root={course}",
         f"--CourseDirectory.db_url={db}",
     ]
-    try:
-        done = subprocess.run(cmd, cwd=course, env=_env(env), capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired as exc:
-        return -9, f"{exc.stdout or ''}{exc.stderr or ''}\nnbgrader stopped after {timeout:.0f} s"
-    return done.returncode, done.stdout + done.stderr
+    deadline = None if timeout is None else time.monotonic() + timeout
+    with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as log:
+        proc = subprocess.Popen(cmd, cwd=course, env=_env(env), stdout=log, stderr=subprocess.STDOUT, text=True)
+        while True:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            try:
+                proc.wait(timeout=left if watch is None else 0.5 if left is None else min(0.5, left))
+                break
+            except subprocess.TimeoutExpired:
+                if watch is not None:
+                    watch()
+                if deadline is not None and time.monotonic() >= deadline:
+                    proc.kill()
+                    proc.wait()
+                    log.seek(0)
+                    return -9, f"{log.read()}\nnbgrader stopped after {timeout:.0f} s"
+        log.seek(0)
+        return proc.returncode, log.read()
 
 
 def find_course(assignment: str, course: Path | None = None) -> Path:
@@ -257,6 +276,8 @@ class _Worker:
             self.env = sandbox_mod.environment(share, rt)
         self.rt: Path | None = rt
         self.share = share
+        self.progress: progress_mod.Progress | None = None  # set by grade() once the preflight is over
+        self.test_ids: set[str] = set()
         self.template: subprocess.Popen | None = None
 
     def start_template(self) -> None:
@@ -302,6 +323,7 @@ class _Worker:
             target.mkdir(parents=True)
             (target / f"{self.assignment}.ipynb").write_text(nbformat.writes(row.notebook), encoding="utf-8")
         per_notebook = self.opts.timeout * 8 + 120
+        watch = progress_mod.Watch(self.progress, rows, self.autograded, self.test_ids)
         status, log = nbgrader(
             self.root,
             "autograde",
@@ -312,7 +334,9 @@ class _Worker:
             db=self.db,
             env=self.env,
             timeout=per_notebook * len(rows),
+            watch=watch,
         )
+        watch(final=True)
         self.log.append(log)
         missing = [r for r in rows if not self.autograded(r).is_file()]
         if len(rows) > 1 and missing:  # grade the ones that did not make it alone, so one cannot sink the rest
@@ -328,12 +352,17 @@ class _Worker:
                     db=self.db,
                     env=self.env,
                     timeout=per_notebook,
+                    watch=watch,
                 )
                 self.log.append(log)
+                watch(final=True)
                 if not self.autograded(row).is_file():
                     row.problems.append(_why_failed(log, row.student_id))
         elif missing:
             missing[0].problems.append(_why_failed(log, missing[0].student_id))
+        for row in rows:
+            if not self.autograded(row).is_file():
+                watch.failed(row, (row.problems or ["not graded"])[-1].removeprefix("nbgrader could not grade it: "))
 
     def autograded(self, row: Row) -> Path:
         return self.root / "autograded" / row.student_id / self.assignment / f"{self.assignment}.ipynb"
@@ -399,11 +428,12 @@ def hidden_helpers(source: nbformat.NotebookNode) -> set[str]:
 
 def student_cells(nb: nbformat.NotebookNode, release: nbformat.NotebookNode) -> list[tuple[str, str]]:
     """(label, source) of the code the student wrote: answer and extra cells, not the course's cells as released."""
-    course = {c.source.strip() for c in release.cells if c.cell_type == "code"}
+    course = {versions.without_version(c.source).strip() for c in release.cells if c.cell_type == "code"}
     found = []
     for i, cell in enumerate(nb.cells):
         meta = cell.metadata.get("nbgrader", {})
-        if cell.cell_type != "code" or meta.get("locked") or meta.get("grade") or cell.source.strip() in course:
+        ours = versions.without_version(cell.source).strip() in course
+        if cell.cell_type != "code" or meta.get("locked") or meta.get("grade") or ours:
             continue
         found.append(
             (f"answer cell {meta['grade_id']}" if meta.get("grade_id") else f"extra cell {i + 1}", cell.source)
@@ -499,6 +529,9 @@ def grade(
     # class); a large class is cut into several chunks per job, taken from a queue so that the jobs stay balanced.
     # Equal chunks of at most 40 (each costs an nbgrader start, and a chunk that fails is graded again one by one):
     # 60 notebooks on 2 jobs are 2 chunks of 30, 100 are 4 of 25, not 40 + 40 + 20 (one job would grade 60).
+    tracker = progress_mod.Progress(len(todo), quiet=opts.quiet)
+    for worker in workers:
+        worker.progress, worker.test_ids = tracker, set(test_ids)
     per_job = -(-len(todo) // jobs)
     chunk = opts.chunk or max(1, -(-len(todo) // (jobs * max(1, -(-per_job // 40)))))
     tasks: queue.Queue = queue.Queue()

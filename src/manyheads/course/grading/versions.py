@@ -35,6 +35,12 @@ def from_setup_cell(nb: nbformat.NotebookNode) -> str | None:
     return None
 
 
+def without_version(source: str) -> str:
+    """A cell's source with its set-up line's release tag blanked: another release's set-up cell is still the
+    course's cell, not the student's (runner.student_cells)."""
+    return _SETUP_LINE.sub(lambda m: m.group(0).replace(f"@v{m.group(1)}", "@v*"), source)
+
+
 def from_metadata(nb: nbformat.NotebookNode) -> str | None:
     """``metadata.manyheads.version`` when it is an X.Y.Z version, else None."""
     meta = nb.get("metadata", {}).get("manyheads")
