@@ -1,10 +1,10 @@
-"""The book, built once per test run: every chapter executed (once, by the build), no warnings, and pages that work
-in a real browser with no network.
+"""The book, built once per test run (conftest.py's ``book``): every chapter executed (once, by the build), no
+warnings, and pages that work in a real browser with no network.
 
 The whole book is built with ``jupyter-book build -W -n --keep-going`` into a temporary folder, which executes every
 chapter through jupyter-cache. The chapter tests read the executed notebooks and run times from that build instead
-of running the chapters again. Everything that needs the build is in this one file: ``make test`` runs the tests
-with ``pytest-xdist --dist loadfile``, which keeps a file on one worker, so the book is built by one worker, once.
+of running the chapters again. The build is shared with test_claims.py and test_phone_layout.py: conftest.py builds
+it once per run under a file lock, whichever pytest-xdist worker asks first.
 
 The pages are opened in headless Chromium from Debian (driven by Playwright) at desktop and phone widths, with every
 request outside the built book blocked and counted as a failure, so any script, style or font fetched from the
@@ -13,11 +13,7 @@ internet would fail a test.
 
 from __future__ import annotations
 
-import os
 import re
-import subprocess
-import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
@@ -34,49 +30,6 @@ EXERCISES = sorted(REPO.exercises_dir.glob("*/*.ipynb"))
 CELL_BUDGET = 300
 
 pytestmark = pytest.mark.slow
-
-
-@dataclass(frozen=True)
-class Build:
-    log: str
-    returncode: int
-    build_dir: Path  # <output>/_build
-
-    @property
-    def html(self) -> Path:
-        return self.build_dir / "html"
-
-    def executed(self, chapter: Path) -> Path:
-        """The chapter as the build executed it (myst-nb writes the notebook with its outputs here)."""
-        return self.build_dir / "jupyter_execute" / REPO.CHAPTERS / chapter.name
-
-    def log_about(self, chapter: Path) -> str:
-        lines = [line for line in self.log.splitlines() if chapter.stem in line]
-        return "\n".join(lines[-20:]) + "\n...\n" + self.log[-3000:]
-
-
-@pytest.fixture(scope="module")
-def book(tmp_path_factory) -> Build:
-    """A fresh build of the book from the working tree (the chapters are executed here, and only here).
-
-    With ``MANYHEADS_BOOK_BUILD=DIR`` (a ``_build`` folder that ``make book`` made, as the publishing workflow does)
-    the tests read that build instead of building again."""
-    if os.environ.get("MANYHEADS_BOOK_BUILD"):
-        build_dir = Path(os.environ["MANYHEADS_BOOK_BUILD"]).resolve()
-        if not (build_dir / "html" / "index.html").is_file():
-            pytest.fail(f"MANYHEADS_BOOK_BUILD={build_dir} holds no built book (html/index.html): run `make book`")
-        return Build("build succeeded (reused from MANYHEADS_BOOK_BUILD)", 0, build_dir)
-    if not (REPO.root / "_vendor").is_dir():
-        pytest.fail("_vendor/ is missing: run `make vendor` (part of `make book` and `make test`) first")
-    out = tmp_path_factory.mktemp("book")
-    jb = Path(sys.executable).with_name("jupyter-book")
-    result = subprocess.run(
-        [str(jb), "build", str(REPO.root), "--path-output", str(out), "-W", "-n", "--keep-going"],
-        capture_output=True,
-        text=True,
-        timeout=1500,
-    )
-    return Build(result.stdout + result.stderr, result.returncode, out / "_build")
 
 
 @pytest.fixture(scope="module")
@@ -133,7 +86,7 @@ FIGURE_WIDGETS = {
 }
 
 
-def _html(book: Build, stem_path: str) -> str:
+def _html(book, stem_path: str) -> str:
     return (book.html / f"{stem_path}.html").read_text(encoding="utf-8")
 
 

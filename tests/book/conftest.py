@@ -1,0 +1,71 @@
+"""The book, built once per test run and shared by every file of tests/book that reads it.
+
+``make test`` runs pytest-xdist with ``--dist loadfile``: test_book.py, test_claims.py and test_phone_layout.py may
+land on different workers. The first worker to ask builds the book into the run's shared temporary folder under a
+file lock; the others wait for that lock and read the same build. With ``MANYHEADS_BOOK_BUILD=DIR`` (a ``_build``
+folder that ``make book`` made, as the publishing workflow does) every file reads that build instead.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from filelock import FileLock
+
+from manyheads.course.layout import REPO
+
+
+@dataclass(frozen=True)
+class Build:
+    log: str
+    returncode: int
+    build_dir: Path  # <output>/_build
+
+    @property
+    def html(self) -> Path:
+        return self.build_dir / "html"
+
+    def executed(self, chapter: Path) -> Path:
+        """The chapter as the build executed it (myst-nb writes the notebook with its outputs here)."""
+        return self.build_dir / "jupyter_execute" / REPO.CHAPTERS / chapter.name
+
+    def log_about(self, chapter: Path) -> str:
+        lines = [line for line in self.log.splitlines() if chapter.stem in line]
+        return "\n".join(lines[-20:]) + "\n...\n" + self.log[-3000:]
+
+
+@pytest.fixture(scope="session")
+def book(tmp_path_factory) -> Build:
+    """A fresh build of the book from the working tree (the chapters are executed here, and only here), once per run.
+
+    With ``MANYHEADS_BOOK_BUILD=DIR`` (a ``_build`` folder that ``make book`` made, as the publishing workflow does)
+    the tests read that build instead of building again."""
+    if os.environ.get("MANYHEADS_BOOK_BUILD"):
+        build_dir = Path(os.environ["MANYHEADS_BOOK_BUILD"]).resolve()
+        if not (build_dir / "html" / "index.html").is_file():
+            pytest.fail(f"MANYHEADS_BOOK_BUILD={build_dir} holds no built book (html/index.html): run `make book`")
+        return Build("build succeeded (reused from MANYHEADS_BOOK_BUILD)", 0, build_dir)
+    if not (REPO.root / "_vendor").is_dir():
+        pytest.fail("_vendor/ is missing: run `make vendor` (part of `make book` and `make test`) first")
+    # Under xdist, getbasetemp() is per worker and its parent is the run's; without xdist the parent is still private
+    # to this run (pytest numbers its base folders).
+    shared = tmp_path_factory.getbasetemp().parent / "book"
+    shared.mkdir(exist_ok=True)
+    log, code = shared / "build.log", shared / "returncode"
+    with FileLock(str(shared / "build.lock")):
+        if not code.is_file():
+            jb = Path(sys.executable).with_name("jupyter-book")
+            result = subprocess.run(
+                [str(jb), "build", str(REPO.root), "--path-output", str(shared), "-W", "-n", "--keep-going"],
+                capture_output=True,
+                text=True,
+                timeout=1500,
+            )
+            log.write_text(result.stdout + result.stderr, encoding="utf-8")
+            code.write_text(str(result.returncode), encoding="utf-8")
+    return Build(log.read_text(encoding="utf-8"), int(code.read_text(encoding="utf-8")), shared / "_build")
