@@ -186,6 +186,9 @@ def graded(tmp_path_factory):
     )
     for code in SNOOP:
         nb = corpus.with_extra(nb, code, after="test_attention_entropy")
+    for cell in nb.cells:  # a written answer (a person grades it later; an unchanged one scores 0 at once)
+        if cell.cell_type == "markdown" and cell.metadata.get("nbgrader", {}).get("grade"):
+            cell.source = "In my own words: one head mixes both targets into one weighted average."
     (subs / "mixed").mkdir(parents=True)
     (subs / "mixed" / f"{EX1}.ipynb").write_bytes(corpus.dump(nb))
     done = run_grade(EX1, str(subs), "--out", str(out), "--jobs", "1", "--timeout", "20")
@@ -256,3 +259,25 @@ def test_stock_generate_feedback_in_out_course_is_safe_and_full_is_the_instructo
     assert {line for line in hidden if len(line) >= 12} <= {line for line in hidden if line in full_text}
     assert "### BEGIN HIDDEN TESTS" in full_text and "Traceback" in full_text
     assert ": 0 / 2, failed (raised in the hidden tests)" in full_text
+
+
+@pytest.mark.slow
+def test_the_page_works_offline_on_a_phone_and_says_not_graded_yet(graded):
+    """No MathJax (or anything) from a CDN, message boxes that wrap at phone width, and the written answer nobody
+    has graded yet says so instead of "Score: 0.0 / N"."""
+    page = graded["page"]
+    assert "cdnjs" not in page and "MathJax.js" not in page
+    assert not re.search(r"<script[^>]+src=\"?https?://", page) and not re.search(r"<link[^>]+href=\"?https?://", page)
+    assert 'name="viewport"' in page and "white-space: pre-wrap" in page and "max-width: 600px" in page
+    written = [
+        c.metadata.nbgrader["grade_id"]
+        for c in corpus.release().cells
+        if c.cell_type == "markdown" and c.metadata.get("nbgrader", {}).get("grade")
+    ]
+    assert written
+    for gid in written:
+        toc = re.search(rf'<a href="#{gid}">Written response</a>\s*([^<]*)</li>', page)
+        assert toc and toc.group(1).strip() == "(not graded yet)", toc and toc.group(0)
+        heading = page[page.index(f'<a name="{gid}"></a>') :][:600]
+        assert "not graded yet" in heading and "Score:" not in heading, heading
+    assert "written part(s) not graded yet" in page

@@ -175,6 +175,17 @@ def test_what_a_submission_controls_is_escaped(tmp_path):
     assert "- ok: tampering: &lt;img src=x" in md
 
 
+def test_the_grades_table_keeps_problems_short_and_the_report_in_full(tmp_path):
+    long = "nbgrader could not grade it: " + "x" * 300
+    r = row("ivy", {}, status="failed", problems=[long, "not a notebook"])
+    report.write_csv(tmp_path / "grades.csv", [r], list(POINTS))
+    cell = report.read_csv(tmp_path / "grades.csv")["ivy"]["problems"]
+    assert len(cell) < 200 and cell.endswith("; not a notebook (in full in report.md)"), cell
+    md, _ = write_both(tmp_path, [r])
+    assert long in md
+    assert report.short_problems(["short"]) == "short"
+
+
 def test_the_lms_section_is_rendered_from_its_markdown():
     page = report.markdown_html(
         ["", "## LMS: Canvas", "", "Layout: x.", "", "To check:", "", "- `a.ipynb` was late", ""]

@@ -213,6 +213,175 @@ def scrub(nb: nbformat.NotebookNode, secrets: set[str]) -> nbformat.NotebookNode
     return nb
 
 
+# The feedback page: nbgrader's "feedback" template rewritten on the same classic base where it falls short. A
+# written answer nobody has graded yet says so instead of "Score: 0.0 / 2.0"; no MathJax from a CDN (the page works
+# offline: formulas stay as TeX); message boxes and code wrap at phone width. Written next to the course's config.
+TEMPLATE_NAME = "manyheads_feedback"
+TEMPLATE_DIR = "manyheads_templates"  # next to nbgrader_config.py
+TEMPLATE = r"""{%- extends 'nbconvert/templates/classic/index.html.j2' -%}
+{# Written by manyheads.course.grading.feedback: nbgrader's feedback page, offline, phone-width, pending parts. #}
+{%- macro mh_score(cell) -%}
+  <span class="pull-right">
+  {%- if cell.metadata.nbgrader.mh_pending -%}
+      not graded yet
+  {%- else -%}
+      Score: {{ cell.metadata.nbgrader.score | float | round(2) }} / {{ cell.metadata.nbgrader.points | float | round(2) }}
+  {%- endif %} <a href="#top">(Top)</a>
+  </span>
+{%- endmacro -%}
+{%- macro mh_toc_score(cell) -%}
+  {%- if cell.metadata.nbgrader.mh_pending -%}(not graded yet){%- else -%}(Score: {{ cell.metadata.nbgrader.score | float | round(2) }} / {{ cell.metadata.nbgrader.points | float | round(2) }}){%- endif -%}
+{%- endmacro -%}
+{%- macro mh_heading(cell) -%}
+{%- if cell.metadata.nbgrader.solution or cell.metadata.nbgrader.task -%}
+<a name="comment-{{ cell.metadata.nbgrader.grade_id }}"></a>
+{%- endif -%}
+{%- if cell.metadata.nbgrader.grade -%}
+<a name="{{ cell.metadata.nbgrader.grade_id }}"></a>
+{%- endif -%}
+<div class="panel-heading">
+{%- if cell.metadata.nbgrader.solution -%}
+  <span class="nbgrader-label">Student's answer</span>
+  {%- if cell.metadata.nbgrader.grade -%}{{ mh_score(cell) }}{%- else -%}<span class="pull-right"><a href="#top">(Top)</a></span>{%- endif -%}
+{%- elif cell.metadata.nbgrader.task -%}
+  <span class="nbgrader-label">Student's task</span>{{ mh_score(cell) }}
+{%- elif cell.metadata.nbgrader.grade -%}
+  <span class="nbgrader-label">Grade cell: <code>{{ cell.metadata.nbgrader.grade_id }}</code></span>{{ mh_score(cell) }}
+{%- endif -%}
+</div>
+{%- endmacro -%}
+{%- macro mh_footer(cell) -%}
+{%- if (cell.metadata.nbgrader.solution or cell.metadata.nbgrader.task) and cell.metadata.nbgrader.comment -%}
+<div class="panel-footer"><div><b>Comments:</b> {{ cell.metadata.nbgrader.comment | markdown2html | strip_files_prefix }}</div></div>
+{%- endif -%}
+{%- endmacro -%}
+
+{%- block header -%}
+<!DOCTYPE html>
+<html>
+<head>
+<meta charset="utf-8" />
+<meta name="viewport" content="width=device-width, initial-scale=1" />
+<title>{{ resources.nbgrader.notebook }}</title>
+{{ resources.include_css('bootstrap.min.css') }}
+{% for css in resources.inlining.css -%}
+<style type="text/css">
+{{ css }}
+</style>
+{% endfor %}
+<style>
+body { overflow: visible; font-size: 14px; padding-top: 1em; }
+div#notebook { overflow: visible; border-top: none; }
+div#notebook-container { width: 100%; max-width: 100%; padding: 0; box-shadow: none; }
+div.prompt { min-width: 21ex; }
+div.nbgrader_cell { width: 100%; }
+div.nbgrader_cell .panel-heading { padding: 0.4em 0.6em; min-height: 37px; height: auto; overflow: hidden; }
+div.nbgrader_cell .panel-heading a { color: #595959; }
+div.nbgrader_cell .panel-footer { padding: 0.4em 0.6em; }
+div.nbgrader_cell .panel-body { padding: 0.4em; }
+div.nbgrader_cell .input_area { background: white; border: none; }
+li.late-penalty { color: #d2413a; }
+span.nbgrader-label { line-height: 25px; }
+/* message boxes, outputs and code wrap instead of running off a phone's screen */
+pre, .output_area pre, .input_area pre, #mh-feedback-summary pre {
+  white-space: pre-wrap; overflow-wrap: anywhere; word-break: break-word; max-width: 100%; }
+.output_area, .output_subarea, .inner_cell, .input_area { min-width: 0; max-width: 100%; }
+.container { max-width: 100%; }
+@media (max-width: 600px) {
+  body { font-size: 13px; padding: 0.5em 0 0 0; }
+  .container { padding-left: 4px; padding-right: 4px; width: 100%; }
+  div.prompt { display: none; }
+  div.input, div.output_area { flex-direction: column; display: block; }
+  .pull-right { float: none !important; display: block; }
+}
+@media print { div.cell, div.output_wrapper, div.output { display: block; page-break-inside: avoid; } }
+</style>
+</head>
+{%- endblock header -%}
+
+{% block body %}
+<body>
+  <a name="top"></a>
+  <div class="container">
+    <div class="panel panel-default">
+      <div class="panel-heading">
+        <h4>{{ resources.nbgrader.notebook }} (Score: {{ resources.nbgrader.score | float | round(2) }} / {{ resources.nbgrader.max_score | float | round(2) }}{% if resources.nbgrader.mh_pending %}; {{ resources.nbgrader.mh_pending }} written part(s) not graded yet{% endif %})</h4>
+        <div id="toc">
+          <ol>
+          {% for cell in nb.cells %}
+            {% if cell.metadata.nbgrader and cell.metadata.nbgrader.grade and not cell.metadata.nbgrader.solution %}
+            <li><a href="#{{ cell.metadata.nbgrader.grade_id }}">Test cell</a> {{ mh_toc_score(cell) }}</li>
+            {% elif cell.cell_type == "code" and cell.metadata.nbgrader and cell.metadata.nbgrader.grade %}
+            <li><a href="#{{ cell.metadata.nbgrader.grade_id }}">Coding free-response</a> {{ mh_toc_score(cell) }}</li>
+            {% elif cell.cell_type == "markdown" and cell.metadata.nbgrader and cell.metadata.nbgrader.grade %}
+            <li><a href="#{{ cell.metadata.nbgrader.grade_id }}">Written response</a> {{ mh_toc_score(cell) }}</li>
+            {% elif cell.cell_type == "markdown" and cell.metadata.nbgrader and cell.metadata.nbgrader.task %}
+            <li><a href="#{{ cell.metadata.nbgrader.grade_id }}">Task</a> {{ mh_toc_score(cell) }}</li>
+            {% endif %}
+            {% if cell.metadata.nbgrader and cell.metadata.nbgrader.comment %}
+            <li><a href="#comment-{{ cell.metadata.nbgrader.grade_id }}">Comment</a></li>
+            {% endif %}
+          {% endfor %}
+          {% if resources.nbgrader.late_penalty > 0 %}
+            <li class="late-penalty">Late submission penalty (Score: -{{ resources.nbgrader.late_penalty | float | round(2) }})</li>
+          {% endif %}
+          </ol>
+        </div>
+      </div>
+      <div class="panel-body">
+        <div id="notebook" class="border-box-sizing">
+          <div class="container" id="notebook-container">
+            {{ super() }}
+          </div>
+        </div>
+      </div>
+    </div>
+  </div>
+</body>
+{%- endblock body %}
+
+{% block markdowncell scoped %}
+<div class="cell border-box-sizing text_cell rendered">
+  {{ self.empty_in_prompt() }}
+  {%- if 'nbgrader' in cell.metadata and (cell.metadata.nbgrader.solution or cell.metadata.nbgrader.grade or cell.metadata.nbgrader.task) -%}
+  <div class="panel panel-primary nbgrader_cell">
+    {{ mh_heading(cell) }}
+    <div class="panel-body"><div class="text_cell_render border-box-sizing rendered_html">
+      {{ cell.source | markdown2html | strip_files_prefix }}
+    </div></div>
+    {{ mh_footer(cell) }}
+  </div>
+  {%- else -%}
+  <div class="inner_cell"><div class="text_cell_render border-box-sizing rendered_html">
+    {{ cell.source | markdown2html | strip_files_prefix }}
+  </div></div>
+  {%- endif -%}
+</div>
+{% endblock markdowncell %}
+
+{% block input %}
+  {%- if 'nbgrader' in cell.metadata and (cell.metadata.nbgrader.solution or cell.metadata.nbgrader.grade) -%}
+  <div class="panel panel-primary nbgrader_cell">
+    {{ mh_heading(cell) }}
+    <div class="panel-body"><div class="input_area">{{ cell.source | highlight_code(metadata=cell.metadata) }}</div></div>
+    {{ mh_footer(cell) }}
+  </div>
+  {%- else -%}
+  <div class="inner_cell"><div class="input_area">{{ cell.source | highlight_code(metadata=cell.metadata) }}</div></div>
+  {%- endif -%}
+{% endblock input %}
+"""  # noqa: E501 (template lines)
+
+
+def write_template(folder: Path) -> Path:
+    """Write the feedback template under ``folder`` (a template base directory); return ``folder``."""
+    target = Path(folder) / TEMPLATE_NAME
+    target.mkdir(parents=True, exist_ok=True)
+    (target / "index.html.j2").write_text(TEMPLATE, encoding="utf-8")
+    (target / "conf.json").write_text('{"base_template": "classic", "mimetypes": {"text/html": true}}\n')
+    return Path(folder)
+
+
 class StudentFeedback(NbGraderPreprocessor):
     """Feedback without the answers (see the module docstring); put it after ``GetGrades``."""
 
@@ -244,7 +413,13 @@ class StudentFeedback(NbGraderPreprocessor):
         # A line the notebook shows anyway (release code, or the student's own identical line) is no secret.
         public = {line.strip() for cell in nb.cells for line in strip_hidden(cell.source).splitlines()}
         secrets = secrets_of(nb, source_nb) - public
-        parts = parts_of(nb, self._pending(info))
+        pending = self._pending(info)
+        parts = parts_of(nb, pending)
+        for cell in nb.cells:  # the page says "not graded yet" for these (TEMPLATE), not "Score: 0.0 / 2.0"
+            meta = cell.metadata.get("nbgrader", {})
+            if meta.get("grade_id") in pending and meta.get("grade"):
+                meta["mh_pending"] = True
+        resources.setdefault("nbgrader", {})["mh_pending"] = sum(p.status == "waiting for a grader" for p in parts)
         if not self.full:
             scrub(nb, secrets)
             for part in parts:
@@ -281,8 +456,15 @@ def configure(config: Path, mode: str = "student") -> None:
         f"\n\n{_BEGIN}\n"
         "import os as _os\n\n"
         f"c.GenerateFeedback.preprocessors = {PREPROCESSORS!r}\n"
+        "import nbgrader as _nbgrader\n\n"
+        f"c.HTMLExporter.template_name = {TEMPLATE_NAME!r}  # offline, phone-width, 'not graded yet'\n"
+        "c.HTMLExporter.extra_template_basedirs = [\n"
+        "    _os.path.join(_os.path.dirname(_nbgrader.__file__), 'server_extensions', 'formgrader', 'templates'),\n"
+        f"    _os.path.join(_os.path.dirname(_os.path.abspath(__file__)), {TEMPLATE_DIR!r}),\n"
+        "]\n"
         "c.StudentFeedback.solutions = _os.path.join(_os.path.dirname(_os.path.abspath(__file__)), 'solutions')\n"
         f"c.StudentFeedback.full = {mode == 'full'}  # True: hidden tests and tracebacks shown (never for students)\n"
         f"{_END}\n"
     )
     config.write_text(text, encoding="utf-8")
+    write_template(config.parent / TEMPLATE_DIR)

@@ -37,13 +37,23 @@ def _num(value) -> str:
     return "" if value is None else f"{value:g}"
 
 
+CSV_PROBLEM = 120  # characters of each problem in grades.csv; the report has them in full
+
+
+def short_problems(problems: list[str]) -> str:
+    """grades.csv's problems cell: each problem cut to :data:`CSV_PROBLEM` characters (a spreadsheet cell stays
+    readable), and a pointer to the report when anything was cut."""
+    cut = [p if len(p) <= CSV_PROBLEM else p[: CSV_PROBLEM - 1].rstrip() + "…" for p in problems]
+    return "; ".join(cut) + (" (in full in report.md)" if cut != list(problems) else "")
+
+
 def write_csv(path: Path, rows, test_ids: list[str]) -> None:
     with open(path, "w", newline="", encoding="utf-8") as f:
         writer = csv.writer(f)
         writer.writerow(COLUMNS + test_ids)
         for row in sorted(rows, key=lambda r: r.student_id):
             writer.writerow(
-                [row.student_id, _num(row.score), _num(row.max_score), row.status, "; ".join(row.problems)]
+                [row.student_id, _num(row.score), _num(row.max_score), row.status, short_problems(row.problems)]
                 + [_num(row.tests.get(g)) for g in test_ids]
             )
 
