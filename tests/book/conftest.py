@@ -1,9 +1,9 @@
 """The book, built once per test run and shared by every file of tests/book that reads it.
 
-``make test`` runs pytest-xdist with ``--dist loadfile``: test_book.py, test_claims.py and test_phone_layout.py may
-land on different workers. The first worker to ask builds the book into the run's shared temporary folder under a
-file lock; the others wait for that lock and read the same build. With ``MANYHEADS_BOOK_BUILD=DIR`` (a ``_build``
-folder that ``make book`` made, as the publishing workflow does) every file reads that build instead.
+Only test_book.py reads it (``make test`` runs pytest-xdist with ``--dist loadfile``, which keeps that file on one
+worker, so no other worker waits for the build); the build goes into the run's temporary folder under a file lock,
+so a second reader in the same run would wait for it and read the same build. With ``MANYHEADS_BOOK_BUILD=DIR``
+(a ``_build`` folder that ``make book`` made, as the publishing workflow does) the tests read that build instead.
 """
 
 from __future__ import annotations
@@ -52,9 +52,10 @@ def book(tmp_path_factory) -> Build:
         return Build("build succeeded (reused from MANYHEADS_BOOK_BUILD)", 0, build_dir)
     if not (REPO.root / "_vendor").is_dir():
         pytest.fail("_vendor/ is missing: run `make vendor` (part of `make book` and `make test`) first")
-    # Under xdist, getbasetemp() is per worker and its parent is the run's; without xdist the parent is still private
-    # to this run (pytest numbers its base folders).
-    shared = tmp_path_factory.getbasetemp().parent / "book"
+    # Under xdist, getbasetemp() is per worker and its parent is the run's; without xdist the base folder itself is
+    # the run's (its parent holds earlier runs' folders, whose builds must not be read).
+    base = tmp_path_factory.getbasetemp()
+    shared = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "book"
     shared.mkdir(exist_ok=True)
     log, code = shared / "build.log", shared / "returncode"
     with FileLock(str(shared / "build.lock")):

@@ -25,7 +25,7 @@ import inspect
 
 import nbformat
 import pytest
-from helpers.browser import CHROMIUM
+from helpers.phone import wide_equations
 
 from manyheads.course.layout import REPO
 from manyheads.viz import attention_views, plots, widgets
@@ -162,49 +162,6 @@ def test_chapter_heat_maps_have_colour_bars(chapter):
 # ------------------------------------------------------------------------------------------------------------------
 # Equations, in the browser at 390 px
 
-WIDE_EQUATIONS = """() => {
-  const cued = (box) => {
-    for (let e = box; e && e !== document.body; e = e.parentElement) {
-      const s = getComputedStyle(e);
-      const scrolls = ['auto', 'scroll'].includes(s.overflowX);
-      const cue = e.hasAttribute('data-scroll-cue') || s.boxShadow !== 'none' || s.backgroundImage !== 'none'
-        || (s.maskImage && s.maskImage !== 'none') || (s.webkitMaskImage && s.webkitMaskImage !== 'none');
-      if (scrolls) return cue;
-    }
-    return false;
-  };
-  return [...document.querySelectorAll('mjx-container[display="true"]')].filter(eq => {
-    const inner = eq.firstElementChild || eq;
-    const column = (eq.closest('article') || document.body).clientWidth;
-    const width = Math.max(inner.scrollWidth, inner.getBoundingClientRect().width, eq.scrollWidth);
-    return width > Math.min(column, eq.clientWidth || column) + 1 && !cued(eq);
-  }).map(eq => (eq.textContent || '').slice(0, 60));
-}"""
-
-
-def wide_equations(url: str) -> list[str]:
-    """Display equations on the page at ``url`` that are wider than their column at 390 px with no scroll cue."""
-    from playwright.sync_api import sync_playwright
-
-    if CHROMIUM is None:
-        pytest.fail("headless Chromium is needed for this test: apt-get install chromium (make test does it as root)")
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
-        try:
-            page = browser.new_page(viewport={"width": PHONE[0], "height": PHONE[1]})
-            page.route("**/*", lambda r: r.continue_() if r.request.url.startswith(("file:", "data:")) else r.abort())
-            page.goto(url, wait_until="load")
-            try:
-                page.wait_for_function(
-                    "() => !document.querySelector('.math') || document.querySelector('mjx-container')", timeout=30_000
-                )
-            except Exception:  # noqa: BLE001 (a page without MathJax: the planted fixture)
-                pass
-            return page.evaluate(WIDE_EQUATIONS)
-        finally:
-            browser.close()
-
-
 PLANTED = """<!doctype html><html><head><meta name="viewport" content="width=device-width"><style>
 article {{ max-width: 100%; }} mjx-container {{ display: block; }} .wide {{ display: inline-block; width: 900px; }}
 .cue {{ box-shadow: inset -12px 0 8px -8px rgba(0,0,0,.4); }}
@@ -231,18 +188,3 @@ def test_a_planted_wide_equation_without_a_scroll_cue_fails(tmp_path, box, flagg
     page = tmp_path / "page.html"
     page.write_text(PLANTED.format(box=box), encoding="utf-8")
     assert len(wide_equations(page.as_uri())) == flagged
-
-
-EQUATIONS_TODAY = {
-    "06_layer_hierarchy": "issue 24: the rollout equation is clipped at 390 px",
-    "07_grouped_query_attention": "issue 24: formula (8) is clipped at 390 px",
-}
-
-
-@pytest.mark.slow
-@pytest.mark.browser
-@pytest.mark.parametrize("chapter", _cases(EQUATIONS_TODAY))
-def test_chapter_equations_fit_a_phone_or_scroll_with_a_cue(book, chapter):
-    if book.returncode != 0:
-        pytest.fail("the book did not build (see test_build_has_no_warnings)")
-    assert wide_equations((book.html / "chapters" / f"{chapter.stem}.html").resolve().as_uri()) == []
