@@ -186,6 +186,30 @@ def test_the_grades_table_keeps_problems_short_and_the_report_in_full(tmp_path):
     assert report.short_problems(["short"]) == "short"
 
 
+def test_identical_answers_are_one_line_per_group_with_its_size_and_names(tmp_path):
+    rows = [row(s, dict(POINTS)) for s in ("1005", "1006", "1007", "1008")]
+    rows[0].name, rows[1].name = "Ann Lee", "Ben Roe"
+    for r in rows:
+        r.flags = ["identical answer: answer cell softmax has the same code as others (… `x`)", "tampering: x"]
+    groups = [
+        {"part": "softmax", "students": ["1005", "1006", "1007"], "starts": "e = x", "reference": False},
+        {"part": "attention", "students": ["1008"], "starts": "s = q", "reference": True},
+    ]
+    md, page = write_both(tmp_path, rows, identical=groups)
+    flags = md.split(f"## {report.FLAGS_TITLE}\n", 1)[1].split("\n## ", 1)[0]
+    assert flags.count("identical answer:") == 2, flags  # one line per group, not one per student and part
+    assert (
+        "- identical answer: answer cell softmax: the same code from 3 students: Ann Lee (1005), Ben Roe (1006), "
+        "1007 (comments" in flags
+    )
+    assert (
+        "- identical answer: answer cell attention is the published reference solution, handed in by 1 student: 1008"
+        in flags
+    )
+    assert "- Ann Lee (1005): tampering: x" in flags
+    assert page.count("identical answer:") == 2 and "Ann Lee (1005)" in page
+
+
 def test_the_lms_section_is_rendered_from_its_markdown():
     page = report.markdown_html(
         ["", "## LMS: Canvas", "", "Layout: x.", "", "To check:", "", "- `a.ipynb` was late", ""]
@@ -328,5 +352,9 @@ def test_a_graded_class_gets_both_reports_with_the_real_messages(tmp_path):
     assert f"(1 on another version than v{expected}, 1 version unknown: see the report)" in done.stdout
     assert "## Integrity flags (no points deducted)" in md and "## LMS: " in md and 'id="lms"' in text
     flags = md.split("## Integrity flags (no points deducted)\n", 1)[1].split("\n## ", 1)[0]
-    assert "- no_scale_a: identical answer" in flags and "- no_scale_b: identical answer" in flags
+    assert (
+        "- identical answer: answer cell scaled_dot_product_attention: the same code from 2 students: "
+        "no_scale_a, no_scale_b" in flags
+    )
+    assert "- identical answer: answer cell softmax is the published reference solution, handed in by " in flags
     assert _page_requests(out / "report.html", tmp_path) == []

@@ -155,10 +155,39 @@ def test_copies_that_differ_in_layout_only_are_grouped_and_renamed_ones_are_not(
     assert "same code as ann, dee (comments" in found["ben"][0]
 
 
+LONGER_SOFTMAX = OWN_SOFTMAX.replace(
+    "return e", "total = e.sum(dim=-1, keepdim=True)\n    assert (total > 0).all()\n    return e"
+)
+
+
 def test_a_large_group_is_named_by_its_size():
-    found = flags.identical_answers({f"s{i:02d}": {"softmax": OWN_SOFTMAX} for i in range(9)})
+    assert flags.normalise(LONGER_SOFTMAX)[1] >= flags.COMMON_TOKENS
+    found = flags.identical_answers({f"s{i:02d}": {"softmax": LONGER_SOFTMAX} for i in range(9)})
     assert len(found) == 9
     assert "has the same code as 8 other students (s01, s02, s03, s04, s05 and more)" in found["s00"][0]
+    [group] = flags.identical_groups({f"s{i:02d}": {"softmax": LONGER_SOFTMAX} for i in range(9)})
+    assert len(group.students) == 9 and not group.common and not group.reference
+
+
+def test_a_short_answer_most_of_the_class_writes_the_same_way_is_not_flagged():
+    assert flags.normalise(OWN_SOFTMAX)[1] < flags.COMMON_TOKENS
+    by_student = {f"s{i:02d}": {"softmax": OWN_SOFTMAX} for i in range(6)}
+    by_student |= {f"t{i:02d}": {"softmax": OWN_SOFTMAX_RENAMED} for i in range(2)}  # a small group of its own
+    assert set(flags.identical_answers(by_student)) == {"t00", "t01"}
+    common = [g for g in flags.identical_groups(by_student) if g.common]
+    assert len(common) == 1 and len(common[0].students) == 6
+
+
+def test_the_published_reference_solution_is_marked_as_such_even_for_one_student():
+    reference = corpus.answers()
+    by_student = {"ann": {"softmax": reference["softmax"]}, "ben": {"softmax": OWN_SOFTMAX}}
+    found = flags.identical_answers(by_student, corpus.release(), reference)
+    assert set(found) == {"ann"} and "answer cell softmax is the published reference solution" in found["ann"][0]
+    by_student["cy"] = {"softmax": "# mine\n" + reference["softmax"]}
+    found = flags.identical_answers(by_student, corpus.release(), reference)
+    assert "is the published reference solution; 2 students handed it in" in found["cy"][0]
+    [group] = [g for g in flags.identical_groups(by_student, corpus.release(), reference) if g.reference]
+    assert group.students == ["ann", "cy"]
 
 
 def test_stubs_unanswered_cells_and_short_answers_are_never_grouped():
@@ -327,7 +356,9 @@ def test_a_small_class_gets_its_flags_and_the_same_scores(flagged):
     assert all(
         not any(p.startswith(("out of order", "identical", "tampering")) for p in r.problems) for r in rows.values()
     )
-    [ooo] = rows["ooo"].flags
+    [ooo] = [f for f in rows["ooo"].flags if not f.startswith("identical answer")]
+    # its answers are the published reference solution's (it is built from them): marked as such
+    assert [f for f in rows["ooo"].flags if "is the published reference solution" in f], rows["ooo"].flags
     assert ooo.startswith("out of order: ") and "showed `scale 0.125`, the re-run gives `NameError`" in ooo, ooo
     assert "not increasing" in ooo
     for student, other in (("copy_a", "copy_b"), ("copy_b", "copy_a")):

@@ -22,10 +22,11 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 import nbformat
 
-__all__ = ["answers", "identical_answers", "out_of_order", "stored", "tampering"]
+__all__ = ["Group", "answers", "identical_answers", "identical_groups", "out_of_order", "stored", "tampering"]
 
 # ----------------------------------------------------------------------------------------------------------------
 # shared: the Python a cell runs
@@ -290,32 +291,81 @@ def normalise(source: str) -> tuple[str, int]:
         return _as_text(source)
 
 
-def identical_answers(by_student: dict[str, dict[str, str]], release_nb=None) -> dict[str, list[str]]:
-    """{student: flags} for the students whose answer to a graded part is the same code as another student's.
+@dataclass
+class Group:
+    """Students whose answer to one graded part is the same code (comments, docstrings and blank lines aside)."""
 
-    ``by_student`` maps each student to {grade id: answer source} (:func:`answers`). Answers that are still the
-    release's stub, unanswered (``raise NotImplementedError``) or shorter than ``MIN_TOKENS`` are left out."""
+    part: str
+    students: list[str]
+    starts: str  # the code's first line, cut
+    reference: bool = False  # the code is the published reference solution's
+    common: bool = False  # short, and most of the class wrote it so: not flagged
+
+
+# A short answer (under COMMON_TOKENS) that at least COMMON_MIN students and more than COMMON_SHARE of those who
+# answered the part wrote the same way is the ordinary way to write it (a three-line softmax), not a sign of copying.
+COMMON_SHARE = 0.5
+COMMON_MIN = 5
+COMMON_TOKENS = 60
+
+
+def identical_groups(
+    by_student: dict[str, dict[str, str]], release_nb=None, reference: dict[str, str] | None = None
+) -> list[Group]:
+    """The groups of identical answers, largest first; a group is one student when it is the reference solution.
+
+    ``by_student`` maps each student to {grade id: answer source} (:func:`answers`); ``reference`` is {grade id:
+    the reference solution's source} (the published solutions: a student handing it in is marked as such). Answers
+    that are still the release's stub, unanswered (``raise NotImplementedError``) or shorter than ``MIN_TOKENS``
+    are left out; a short answer most of the class wrote the same way is marked ``common`` (see COMMON_TOKENS)."""
     stubs = {gid: normalise(src)[0] for gid, src in answers(release_nb).items()} if release_nb is not None else {}
-    groups: dict[tuple[str, str], list[str]] = {}
+    published = {gid: normalise(src)[0] for gid, src in (reference or {}).items()}
+    found: dict[tuple[str, str], list[str]] = {}
+    sizes: dict[tuple[str, str], int] = {}
+    answered: dict[str, int] = {}
     for student, parts in by_student.items():
         for gid, source in (parts or {}).items():
             code, size = normalise(source)
             if size < MIN_TOKENS or code == stubs.get(gid):
                 continue
-            groups.setdefault((gid, code), []).append(student)
-    flags: dict[str, list[str]] = {}
-    for (gid, code), students in sorted(groups.items()):
-        if len(students) < 2:
+            answered[gid] = answered.get(gid, 0) + 1
+            found.setdefault((gid, code), []).append(student)
+            sizes[(gid, code)] = size
+    groups = []
+    for (gid, code), students in found.items():
+        is_reference = published.get(gid) == code
+        if len(students) < 2 and not is_reference:
             continue
-        for student in sorted(students):
-            others = [s for s in sorted(students) if s != student]
+        first = next((line for line in code.splitlines() if not line.startswith(("def ", "@"))), code)
+        common = (
+            not is_reference
+            and sizes[(gid, code)] < COMMON_TOKENS
+            and len(students) >= COMMON_MIN
+            and len(students) > COMMON_SHARE * answered[gid]
+        )
+        groups.append(Group(gid, sorted(students), _short(first, 60), is_reference, common))
+    return sorted(groups, key=lambda g: (-len(g.students), g.part, g.students))
+
+
+def identical_answers(
+    by_student: dict[str, dict[str, str]], release_nb=None, reference: dict[str, str] | None = None
+) -> dict[str, list[str]]:
+    """{student: flags} for the students in an :func:`identical_groups` group (not the common ones)."""
+    flags: dict[str, list[str]] = {}
+    for group in sorted(identical_groups(by_student, release_nb, reference), key=lambda g: (g.part, g.starts)):
+        if group.common:
+            continue
+        for student in group.students:
+            others = [s for s in group.students if s != student]
             if len(others) > MAX_NAMES:  # a large group: its size says more than a long list of names
                 others = [f"{len(others)} other students ({', '.join(others[:MAX_NAMES])} and more)"]
-            named = ", ".join(others)
-            first = next((line for line in code.splitlines() if not line.startswith(("def ", "@"))), code)
+            if group.reference:
+                also = f"; {len(group.students)} students handed it in" if len(group.students) > 1 else ""
+                text = f"answer cell {group.part} is the published reference solution{also}"
+            else:
+                text = f"answer cell {group.part} has the same code as {', '.join(others)}"
             flags.setdefault(student, []).append(
-                f"identical answer: answer cell {gid} has the same code as {named} "
-                f"(comments, docstrings and blank lines aside; it starts `{_short(first, 60)}`)"
+                f"identical answer: {text} (comments, docstrings and blank lines aside; it starts `{group.starts}`)"
             )
     return flags
 

@@ -255,20 +255,37 @@ def _become_kernel(settings: _Settings, request: dict) -> None:
     os._exit(0)
 
 
+def _zombie(pid: str) -> bool:
+    """Whether the process has exited and waits to be reaped (or is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return True
+    return stat[stat.rindex(b")") + 2 :].split()[0] in (b"Z", b"X")
+
+
 def _kill_leftovers(keep: set[int]) -> None:
-    """Kill every process in this sandbox but ``keep`` (the template, bwrap's init): what a kernel left running."""
-    for entry in os.listdir("/proc"):
-        if entry.isdigit() and int(entry) not in keep:
+    """Kill every process in this sandbox but ``keep`` (the template, bwrap's init): what a kernel left running.
+    Looks again until none is left, since a process may fork (or double-fork) while the others are killed."""
+    for _ in range(100):
+        left = [int(e) for e in os.listdir("/proc") if e.isdigit() and int(e) not in keep and not _zombie(e)]
+        alive = False
+        for pid in left:
             try:
-                os.kill(int(entry), signal.SIGKILL)
+                os.kill(pid, signal.SIGKILL)
+                alive = True
             except (ProcessLookupError, PermissionError):
                 pass
-    while True:  # reap our own children among them
-        try:
-            if os.waitpid(-1, os.WNOHANG)[0] == 0:
+        while True:  # reap our own children among them
+            try:
+                if os.waitpid(-1, os.WNOHANG)[0] == 0:
+                    break
+            except ChildProcessError:
                 break
-        except ChildProcessError:
+        if not alive:
             break
+        time.sleep(0.01)
 
 
 def _clean_runtime(folder: Path, uid: int) -> None:

@@ -167,12 +167,35 @@ def summary(rows, facts: dict) -> Summary:
     )
 
 
-def _flags(rows) -> list[tuple[str, str]]:
-    return [(r.student_id, flag) for r in rows for flag in getattr(r, "flags", [])]
+IDENTICAL = "identical answer: "  # starts the flags that the report shows grouped (flags.identical_groups)
+
+
+def _flags(rows, facts: dict | None = None) -> list[tuple[str, str]]:
+    """(student as named, flag) for each flag; identical answers once per group (when the facts have the groups)."""
+    grouped = bool((facts or {}).get("identical") is not None)
+    return [
+        (who(r), flag) for r in rows for flag in getattr(r, "flags", []) if not (grouped and flag.startswith(IDENTICAL))
+    ]
+
+
+def _groups(rows, facts: dict) -> list[str]:
+    """One line per group of identical answers, with its size and the students by name and id."""
+    names = {r.student_id: who(r) for r in rows}
+    lines = []
+    for g in facts.get("identical") or []:
+        students = ", ".join(names.get(s, s) for s in g["students"])
+        n = len(g["students"])
+        who_ = f"{n} student{'s' if n != 1 else ''}: {students}"
+        if g["reference"]:
+            lines.append(f"{IDENTICAL}answer cell {g['part']} is the published reference solution, handed in by {who_}")
+        else:
+            lines.append(f"{IDENTICAL}answer cell {g['part']}: the same code from {who_}")
+        lines[-1] += f" (comments, docstrings and blank lines aside; it starts `{g['starts']}`)"
+    return lines
 
 
 def _zeroed(rows) -> list[tuple[str, str, str]]:
-    return [(r.student_id, test, why) for r in rows for test, why in sorted(getattr(r, "zeroed", {}).items())]
+    return [(who(r), test, why) for r in rows for test, why in sorted(getattr(r, "zeroed", {}).items())]
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -243,7 +266,7 @@ def write_report(path: Path, rows, facts: dict) -> None:
         lines += ["| student | status | score | why |", "|---|---|---|---|"]
         for r in todo:
             why = _cell("; ".join(r.problems))
-            lines.append(f"| {_cell(r.student_id)} | {r.status} | {_num(r.score)} | {why} |")
+            lines.append(f"| {_cell(who(r))} | {r.status} | {_num(r.score)} | {why} |")
     else:
         lines.append("Nothing: every submission was graded without a repair.")
     zeroed = _zeroed(rows)
@@ -256,11 +279,12 @@ def write_report(path: Path, rows, facts: dict) -> None:
             "",
         ]
         lines += [f"- {_md(student)}, {test}: {_md(why)}" for student, test, why in zeroed]
-    flagged = _flags(rows)
+    flagged, groups = _flags(rows, facts), _groups(rows, facts)
     lines += ["", f"## {FLAGS_TITLE}", ""]
-    if flagged:
+    if flagged or groups:
         lines += ["For a human to look at, each with its evidence; a flag changes no score.", ""]
         lines += [f"- {_md(student)}: {_md(flag)}" for student, flag in flagged]
+        lines += [f"- {_md(line)}" for line in groups]
     else:
         lines.append("None.")
     labels = {r.student_id: who(r) for r in rows}
@@ -273,7 +297,7 @@ def write_report(path: Path, rows, facts: dict) -> None:
     notes = [r for r in rows if r.status == "graded" and r.problems and not needs_human(r)]
     if notes:
         lines += ["", "## Notes on graded submissions", ""]
-        lines += [f"- {_md(r.student_id)}: {_md('; '.join(r.problems))}" for r in notes]
+        lines += [f"- {_md(who(r))}: {_md('; '.join(r.problems))}" for r in notes]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
@@ -522,7 +546,7 @@ def write_html(path: Path, rows, facts: dict, extra: list[str] = ()) -> None:
         body.append(
             _table(
                 ["student", "status", "score", "why"],
-                [[_e(r.student_id), _e(r.status), _num(r.score), _e("; ".join(r.problems))] for r in todo],
+                [[_e(who(r)), _e(r.status), _num(r.score), _e("; ".join(r.problems))] for r in todo],
                 numeric={2},
             )
         )
@@ -539,11 +563,16 @@ def write_html(path: Path, rows, facts: dict, extra: list[str] = ()) -> None:
             _table(["student", "part", "evidence"], [[_e(a), f"<code>{_e(b)}</code>", _e(c)] for a, b, c in zeroed])
         )
         body.append("</section>")
-    flagged = _flags(rows)
+    flagged, groups = _flags(rows, facts), _groups(rows, facts)
     body.append(f'<section id="integrity-flags"><h2>{_e(FLAGS_TITLE)}</h2>')
-    if flagged:
+    if flagged or groups:
         body.append("<p>For a human to look at, each with its evidence; a flag changes no score.</p>")
-        body.append(_table(["student", "flag"], [[_e(a), _inline_md(b)] for a, b in flagged]))
+        if flagged:
+            body.append(_table(["student", "flag"], [[_e(a), _inline_md(b)] for a, b in flagged]))
+        if groups:
+            body.append(
+                "<h3>Identical answers</h3><ul>" + "".join(f"<li>{_inline_md(g)}</li>" for g in groups) + "</ul>"
+            )
     else:
         body.append("<p>None.</p>")
     body.append("</section>")
@@ -558,7 +587,7 @@ def write_html(path: Path, rows, facts: dict, extra: list[str] = ()) -> None:
     notes = [r for r in rows if r.status == "graded" and r.problems and not needs_human(r)]
     if notes:
         body.append('<section id="notes"><h2>Notes on graded submissions</h2>')
-        body.append(_table(["student", "note"], [[_e(r.student_id), _e("; ".join(r.problems))] for r in notes]))
+        body.append(_table(["student", "note"], [[_e(who(r)), _e("; ".join(r.problems))] for r in notes]))
         body.append("</section>")
     if extra:
         body.append(f'<section id="lms">{markdown_html(list(extra))}</section>')

@@ -16,10 +16,13 @@ rest of the stock CLI work on it for the written answers.
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import dataclasses
 import os
 import queue
 import re
 import shutil
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -478,11 +481,91 @@ def test_points(release: nbformat.NotebookNode) -> dict[str, float]:
     }
 
 
+_PR_SET_CHILD_SUBREAPER, _PR_GET_CHILD_SUBREAPER = 36, 37
+
+
+def _children() -> dict[int, list[int]]:
+    """{parent pid: child pids} of every process this one can see."""
+    tree: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        state, ppid = stat[stat.rindex(b")") + 2 :].split()[:2]  # the name in parentheses may hold spaces
+        if state not in (b"Z", b"X"):  # exited, waiting to be reaped: nothing to kill
+            tree.setdefault(int(ppid), []).append(int(entry))
+    return tree
+
+
+def _exited_children() -> set[int]:
+    """This process's children that have exited and wait to be reaped (zombies)."""
+    me, found = str(os.getpid()), set()
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if fields[0] == b"Z" and fields[1].decode() == me:
+            found.add(int(entry))
+    return found
+
+
+def descendants(pid: int | None = None) -> set[int]:
+    """Every process below ``pid`` (default: this one) in the process tree."""
+    tree, found, todo = _children(), set(), [pid or os.getpid()]
+    while todo:
+        for child in tree.get(todo.pop(), []):
+            if child not in found:
+                found.add(child)
+                todo.append(child)
+    return found
+
+
+@contextlib.contextmanager
+def no_leftovers():
+    """While grading, this process adopts every orphan that grading leaves (a child subreaper: a student's
+    double-forked or ``setsid`` process lands here, not on init); at the end every process started meanwhile that
+    still runs is killed, whichever sandbox or kernel it came from. Processes that were there before are kept."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    before = ctypes.c_int(0)
+    libc.prctl(_PR_GET_CHILD_SUBREAPER, ctypes.byref(before), 0, 0, 0)
+    existing = descendants()
+    libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    try:
+        yield
+    finally:
+        for _ in range(100):  # a process may fork while it is being killed: look again until nothing is left
+            left = descendants() - existing
+            for pid in _exited_children() - existing:  # adopted orphans that have exited: reap them
+                with contextlib.suppress(ChildProcessError):
+                    os.waitpid(pid, os.WNOHANG)
+            if not left:
+                break
+            for pid in left:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
+            time.sleep(0.02)
+        libc.prctl(_PR_SET_CHILD_SUBREAPER, before.value, 0, 0, 0)
+
+
 def grade(
     assignment: str, submissions: Path | None, out: Path, opts: Options, course: Path | None = None
 ) -> tuple[list[Row], dict]:
     """Grade every student's submission; write nothing but ``out``. Returns the rows and facts for the report.
-    With ``opts.check`` only the preflight runs (``submissions`` may be None) and the rows are empty."""
+    With ``opts.check`` only the preflight runs (``submissions`` may be None) and the rows are empty. No process
+    that grading started outlives it (:func:`no_leftovers`)."""
+    with no_leftovers():
+        return _grade(assignment, submissions, out, opts, course)
+
+
+def _grade(
+    assignment: str, submissions: Path | None, out: Path, opts: Options, course: Path | None = None
+) -> tuple[list[Row], dict]:
     started = time.monotonic()
     source = find_course(assignment, course)
     out = Path(out).resolve()
@@ -603,9 +686,13 @@ def grade(
             shutil.copyfile(html, row.feedback)
         else:
             row.problems.append("no feedback file was produced")
-    copied = flags_mod.identical_answers({r.student_id: flags_mod.answers(r.notebook) for r in rows}, release)
+    by_student = {r.student_id: flags_mod.answers(r.notebook) for r in rows}
+    solution = nbformat.read(master / "solutions" / assignment / f"{assignment}.ipynb", as_version=4)
+    reference = flags_mod.answers(solution)  # the published reference solution: marked as such when handed in
+    copied = flags_mod.identical_answers(by_student, release, reference)
     for row in rows:
         row.flags += copied.get(row.student_id, [])
+    groups = [g for g in flags_mod.identical_groups(by_student, release, reference) if not g.common]
     _publish_course(out / "course", master, workers, assignment, db, opts)
     feedback_mod.configure(out / "course" / CONFIG_FILE, "student")  # stock generate_feedback there is safe too
     if not opts.keep_work:
@@ -617,6 +704,7 @@ def grade(
     )
     facts = {
         "assignment": assignment,
+        "identical": [dataclasses.asdict(g) for g in groups],  # the report lists one line per group
         "versions": {
             "expected": course_version.expected,
             "release": course_version.release,
