@@ -249,22 +249,8 @@ def test_chapter_summary_quotes_its_glued_values(book, chapter):
     assert check(page_from_notebook(nb)) == []
 
 
-EQUATIONS_TODAY = {
-    "06_layer_hierarchy": "issue 24: the rollout equation is clipped at 390 px",
-    "07_grouped_query_attention": "issue 24: formula (8) is clipped at 390 px",
-}
-
-
 @pytest.mark.browser
-@pytest.mark.parametrize(
-    "chapter",
-    [
-        pytest.param(c, id=c.stem, marks=[pytest.mark.xfail(strict=True, reason=EQUATIONS_TODAY[c.stem])])
-        if c.stem in EQUATIONS_TODAY
-        else pytest.param(c, id=c.stem)
-        for c in CHAPTERS
-    ],
-)
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
 def test_chapter_equations_fit_a_phone_or_scroll_with_a_cue(book, chapter):
     """At 390 px every display equation fits its column or scrolls with a visible cue (tests/helpers/phone.py)."""
     if book.returncode != 0:
