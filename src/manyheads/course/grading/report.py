@@ -40,10 +40,16 @@ def _num(value) -> str:
 CSV_PROBLEM = 120  # characters of each problem in grades.csv; the report has them in full
 
 
+def _middle_cut(text: str, limit: int) -> str:
+    """The start and the end of ``text`` (what happened, and what was done about it), the middle left out."""
+    tail = limit // 3  # the start says more (whose file, what kind of problem)
+    return text[: limit - tail - 1].rstrip() + "…" + text[-tail:].lstrip()
+
+
 def short_problems(problems: list[str]) -> str:
-    """grades.csv's problems cell: each problem cut to :data:`CSV_PROBLEM` characters (a spreadsheet cell stays
-    readable), and a pointer to the report when anything was cut."""
-    cut = [p if len(p) <= CSV_PROBLEM else p[: CSV_PROBLEM - 1].rstrip() + "…" for p in problems]
+    """grades.csv's problems cell: each problem cut to :data:`CSV_PROBLEM` characters, its middle left out (a
+    spreadsheet cell stays readable), and a pointer to the report when anything was cut."""
+    cut = [p if len(p) <= CSV_PROBLEM else _middle_cut(p, CSV_PROBLEM) for p in problems]
     return "; ".join(cut) + (" (in full in report.md)" if cut != list(problems) else "")
 
 
