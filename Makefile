@@ -28,6 +28,11 @@ env: $(STAMP) data
 # jupyter-cache executes a chapter again only when the notebook changes, but the chapters' numbers also come from
 # the manyheads package and the pinned versions: when those change, the cache is emptied first (and Sphinx's record
 # of what it read, else it would see unchanged notebooks and execute nothing).
+# BOOK_ENV is the chapters' thread policy, set before any kernel imports torch (benchmarks/chapters.py reads this
+# line). torch's OpenMP threads spin at every barrier by default; two builds side by side on 2 cores (4 busy threads)
+# then spin against each other: a small torch loop ran 4.6x slower beside a copy of itself, and chapter 5 took 641 s
+# instead of 87 s. Sleeping idle threads (PASSIVE) keep two threads' speed alone (+10 %) and 1.4x beside a copy.
+BOOK_ENV := OMP_WAIT_POLICY=PASSIVE
 CACHE := _build/.jupyter_cache
 book: $(STAMP) data vendor
 	@sources="$$(find src requirements.txt requirements-models.txt -type f \( -name '*.py' -o -name '*.conll' -o -name '*.txt' \) | LC_ALL=C sort)"; \
@@ -36,7 +41,7 @@ book: $(STAMP) data vendor
 	  [ -d _build/.doctrees ] && echo "The manyheads package or requirements.txt changed: every chapter runs again."; \
 	  rm -rf $(CACHE) _build/.doctrees; \
 	fi; \
-	$(BIN)/jupyter-book build . -W -n --keep-going && echo "$$fingerprint" > $(CACHE)/manyheads.sha256
+	$(BOOK_ENV) $(BIN)/jupyter-book build . -W -n --keep-going && echo "$$fingerprint" > $(CACHE)/manyheads.sha256
 
 # The JavaScript the pages need (MathJax, require.js, the widget manager), pinned and checked, into _vendor/.
 vendor:

@@ -1,8 +1,13 @@
-"""Shared output for the benchmarks: a printed table and a JSON file in benchmarks/results/."""
+"""Shared output for the benchmarks: a printed table and a JSON file in benchmarks/results/.
+
+The JSON's meta says where and when: CPU model, date, load average (1, 5, 15 min) when the report was written, since
+a timing taken on a machine shared with other work means little without them.
+"""
 
 from __future__ import annotations
 
 import json
+import os
 import platform
 from datetime import datetime, timezone
 from pathlib import Path
@@ -12,7 +17,8 @@ import torch
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
-def report(name: str, columns: list[str], rows: list[dict]) -> Path:
+def report(name: str, columns: list[str], rows: list[dict], meta: dict | None = None) -> Path:
+    """Print the table, write benchmarks/results/NAME.json; ``meta`` adds the benchmark's own settings."""
     widths = [max(len(c), *(len(_fmt(r[c])) for r in rows)) for c in columns]
     print("  ".join(c.ljust(w) for c, w in zip(columns, widths)))
     print("  ".join("-" * w for w in widths))
@@ -21,11 +27,14 @@ def report(name: str, columns: list[str], rows: list[dict]) -> Path:
     RESULTS.mkdir(exist_ok=True)
     path = RESULTS / f"{name}.json"
     meta = {
+        **(meta or {}),
         "when": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "python": platform.python_version(),
         "torch": torch.__version__,
         "cpu_threads": torch.get_num_threads(),
         "machine": platform.machine(),
+        "cpu": cpu_model(),
+        "load_average": [round(x, 2) for x in os.getloadavg()],
     }
     path.write_text(json.dumps({"benchmark": name, "meta": meta, "rows": rows}, indent=2) + "\n")
     print(f"\nwrote {path}")
@@ -34,3 +43,14 @@ def report(name: str, columns: list[str], rows: list[dict]) -> Path:
 
 def _fmt(value) -> str:
     return f"{value:.3f}" if isinstance(value, float) else str(value)
+
+
+def cpu_model() -> str:
+    """The CPU's model name (Linux: /proc/cpuinfo), else what platform reports."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()

@@ -1,33 +1,133 @@
 """Wall-clock time to execute each chapter top to bottom on this machine (the course's budget: 90 s on a CPU).
 
-Run: .venv/bin/python benchmarks/chapters.py [chapters/NN_topic.ipynb ...]
+Every run executes the notebook in a fresh process and kernel with `make book`'s environment (the Makefile's
+BOOK_ENV line, e.g. OMP_WAIT_POLICY=PASSIVE), which must be in place before the kernel imports torch.
+
+Run: .venv/bin/python benchmarks/chapters.py [chapters/NN_topic.ipynb ...]             # each chapter once
+     .venv/bin/python benchmarks/chapters.py --solo --beside chapters/05_pruning.ipynb
+         # median of 3 runs alone (--solo N for N), and median of 3 runs while a second copy of --neighbour (default: the same
+         # chapter) executes over and over beside it, as when two book builds share the machine
+     --book-env 'OMP_WAIT_POLICY=ACTIVE'   # another environment instead of the Makefile's (a "before" measurement)
 """
 
 from __future__ import annotations
 
+import argparse
+import json
+import os
+import re
+import shlex
+import signal
+import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
 
-import nbformat
 from _report import report
-from nbclient import NotebookClient
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def main(paths: list[Path]) -> None:
+def book_env(makefile: Path = ROOT / "Makefile") -> dict[str, str]:
+    """The variables the Makefile's book target sets for jupyter-book (its ``BOOK_ENV := NAME=value ...`` line)."""
+    match = re.search(r"^BOOK_ENV\s*:=(.*)$", makefile.read_text(), re.MULTILINE)
+    return _parse_env(match.group(1) if match else "")
+
+
+def _parse_env(text: str) -> dict[str, str]:
+    return dict(word.split("=", 1) for word in shlex.split(text))
+
+
+def execute(path: Path) -> dict:
+    """Execute one notebook in this process's environment: seconds for the whole notebook, and its cell count."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(path, as_version=4)
+    client = NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}})
+    start = time.perf_counter()
+    client.execute()
+    return {"seconds": time.perf_counter() - start, "cells": len(nb.cells)}
+
+
+def _command(path: Path) -> list[str]:
+    return [sys.executable, str(Path(__file__).resolve()), "--execute-one", str(path)]
+
+
+def run_once(path: Path, env: dict[str, str]) -> dict:
+    """One execution of ``path`` in a child process (and kernel) with ``env`` added to this environment."""
+    done = subprocess.run(_command(path), env={**os.environ, **env}, capture_output=True, text=True, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def run_beside(path: Path, neighbour: Path, env: dict[str, str]) -> dict:
+    """One execution of ``path`` while ``neighbour`` executes again and again in its own process group."""
+    loop = f"while :; do {shlex.join(_command(neighbour))} >/dev/null 2>&1; done"
+    busy = subprocess.Popen(["bash", "-c", loop], env={**os.environ, **env}, start_new_session=True)
+    try:
+        time.sleep(5)  # the neighbour's kernel is up and computing before the measured run starts
+        return run_once(path, env)
+    finally:
+        os.killpg(busy.pid, signal.SIGTERM)  # the loop, its child and the child's kernel
+        busy.wait()
+
+
+def _load() -> float:
+    return round(os.getloadavg()[0], 2)
+
+
+def compare(paths: list[Path], solo: int, beside: int, neighbour: Path | None, env: dict[str, str]) -> None:
     rows = []
     for path in paths:
-        nb = nbformat.read(path, as_version=4)
-        client = NotebookClient(
-            nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
+        other = neighbour or path
+        runs = {"solo": [], "beside": []}
+        loads = []
+        for kind, count in (("solo", solo), ("beside", beside)):
+            for _ in range(count):
+                loads.append(_load())
+                result = run_once(path, env) if kind == "solo" else run_beside(path, other, env)
+                runs[kind].append(round(result["seconds"], 1))
+                print(f"{path.stem} {kind}: {result['seconds']:.1f} s (load average before: {loads[-1]})", flush=True)
+        solo_s = statistics.median(runs["solo"]) if runs["solo"] else float("nan")
+        beside_s = statistics.median(runs["beside"]) if runs["beside"] else float("nan")
+        rows.append(
+            {
+                "chapter": path.stem,
+                "neighbour": other.stem,
+                "solo_s": solo_s,
+                "beside_s": beside_s,
+                "ratio": beside_s / solo_s,
+                "solo_runs": runs["solo"],
+                "beside_runs": runs["beside"],
+                "load_1min": f"{min(loads)}-{max(loads)}",
+            }
         )
-        start = time.perf_counter()
-        client.execute()
-        rows.append({"chapter": path.stem, "seconds": time.perf_counter() - start, "cells": len(nb.cells)})
-    report("chapters", ["chapter", "seconds", "cells"], rows)
+    columns = ["chapter", "neighbour", "solo_s", "beside_s", "ratio", "solo_runs", "beside_runs", "load_1min"]
+    meta = {"env": env, "solo_runs": solo, "beside_runs": beside, "command": shlex.join(sys.argv)}
+    report("chapters_beside", columns, rows, meta)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("paths", nargs="*", type=Path)
+    parser.add_argument("--solo", type=int, nargs="?", const=3, default=0, help="N runs alone (default N: 3)")
+    parser.add_argument("--beside", type=int, nargs="?", const=3, default=0, help="N runs beside a second build")
+    parser.add_argument("--neighbour", type=Path, help="the chapter the second build executes (default: the same)")
+    parser.add_argument("--book-env", help="NAME=value ... instead of the Makefile's BOOK_ENV")
+    parser.add_argument("--execute-one", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.execute_one:
+        print(json.dumps(execute(args.execute_one)))
+        return
+    env = book_env() if args.book_env is None else _parse_env(args.book_env)
+    paths = args.paths or sorted((ROOT / "chapters").glob("*.ipynb"))
+    if args.solo or args.beside:
+        compare(paths, args.solo, args.beside, args.neighbour, env)
+        return
+    rows = [{"chapter": p.stem, **run_once(p, env)} for p in paths]
+    report("chapters", ["chapter", "seconds", "cells"], rows, {"env": env})
 
 
 if __name__ == "__main__":
-    main([Path(p) for p in sys.argv[1:]] or sorted((ROOT / "chapters").glob("*.ipynb")))
+    main()
