@@ -3,11 +3,11 @@
 Every run executes the notebook in a fresh process and kernel with `make book`'s environment (the Makefile's
 BOOK_ENV line, e.g. OMP_WAIT_POLICY=PASSIVE), which must be in place before the kernel imports torch.
 
-Run: .venv/bin/python benchmarks/chapters.py [chapters/NN_topic.ipynb ...]             # each chapter once
+Run: .venv/bin/python benchmarks/chapters.py [chapters/NN_topic.ipynb ...]     # each chapter once
      .venv/bin/python benchmarks/chapters.py --solo --beside chapters/05_pruning.ipynb
-         # median of 3 runs alone (--solo N for N), and median of 3 runs while a second copy of --neighbour (default: the same
-         # chapter) executes over and over beside it, as when two book builds share the machine
-     --book-env 'OMP_WAIT_POLICY=ACTIVE'   # another environment instead of the Makefile's (a "before" measurement)
+         # the median of 3 runs alone, and of 3 runs while a second copy of --neighbour (default: the same
+         # chapter) executes again and again beside it, as when two book builds share the machine; --solo N: N runs
+     --book-env ''    # another environment instead of the Makefile's ('': torch's defaults, the "before")
 """
 
 from __future__ import annotations
