@@ -12,6 +12,7 @@ matplotlib.use("Agg")
 import ipywidgets as widgets  # noqa: E402
 import pytest  # noqa: E402
 import torch  # noqa: E402
+from helpers.tolerances import float32_tolerance  # noqa: E402
 from torch import nn  # noqa: E402
 
 from manyheads import interventions as iv  # noqa: E402
@@ -187,14 +188,14 @@ def test_even_keep_mask_refuses_to_empty_a_layer():
         speed.even_keep_mask(MultiHeadAttention(8, 2), 1.0)
 
 
-def _check_rows(records, batch_sizes, heads_kept, heads_total, threads):
+def _check_rows(records, batch_sizes, heads_kept, heads_total, threads, tolerance):
     assert [r.batch for r in records] == list(batch_sizes)
     for r in records:
         assert r.device == "cpu" and r.threads == threads and r.repeats == 2
         assert (r.heads_kept, r.heads_total) == (heads_kept, heads_total)
         assert r.masked_tokens_per_s > 0 and r.removed_tokens_per_s > 0
         assert r.speedup == pytest.approx(r.removed_tokens_per_s / r.masked_tokens_per_s - 1)
-        assert r.max_abs_diff < 1e-5  # the two timed models compute the same function
+        assert r.max_abs_diff < tolerance  # the two timed models compute the same function, up to rounding
     headers, rows = speed.speed_table(records)
     assert len(rows) == len(records) and all(len(row) == len(headers) for row in rows)
     assert all(isinstance(cell, str) for row in rows for cell in row)
@@ -211,7 +212,10 @@ def test_pruning_speed_on_the_toy_model_times_equal_computations_and_leaves_the_
         model, lambda b: TASK.sample(b, data)[0], fraction=0.5, batch_sizes=(1, 3), repeats=2, warmup=1, threads=1
     )
     assert torch.get_num_threads() == threads  # restored
-    _check_rows(records, (1, 3), heads_kept=2, heads_total=4, threads=1)
+    with torch.no_grad():
+        reference, _ = model(TASK.sample(3, torch.Generator().manual_seed(0))[0])
+    tolerance = float32_tolerance(reference, depth=1, width=16)
+    _check_rows(records, (1, 3), heads_kept=2, heads_total=4, threads=1, tolerance=tolerance)
     assert [r.tokens for r in records] == [TASK.seq_len, 3 * TASK.seq_len]
     assert all(torch.equal(v, model.state_dict()[k]) for k, v in state.items())
     assert torch.equal(iv.current_gates(model), torch.ones(1, 4)) and iv.kept_heads(model) == [(0, 1, 2, 3)]
@@ -229,7 +233,7 @@ def test_the_masked_copy_is_the_interventions_mask_and_equals_the_removed_model(
         got, _ = masked(tokens)
         removed, _ = iv.remove_heads(model, ~keep)(tokens)
     assert torch.equal(got, expected)
-    torch.testing.assert_close(removed, expected, rtol=0, atol=1e-6)
+    torch.testing.assert_close(removed, expected, rtol=0, atol=float32_tolerance(expected, depth=1, width=16))
 
 
 def test_pruning_speed_on_minilm_with_a_pruning_mask():
@@ -241,8 +245,13 @@ def test_pruning_speed_on_minilm_with_a_pruning_mask():
     records = speed.pruning_speed(
         encoder, lambda b: tokenizer(texts[:b]), keep=keep, batch_sizes=(1, 2), repeats=2, warmup=0, name="MiniLM"
     )
-    _check_rows(records, (1, 2), heads_kept=54, heads_total=72, threads=torch.get_num_threads())
     batch = tokenizer(texts)
+    # Removing heads changes the matrices' shapes, so the kernels add in another order: on an AMD EPYC the padded
+    # positions of this batch of two differ by 4.4e-5 (the outputs reach 6), more than a fixed 1e-5.
+    with torch.no_grad():
+        reference = encoder(**batch.inputs()).last_hidden_state
+    tolerance = float32_tolerance(reference, depth=encoder.config.n_layers, width=encoder.config.d_ff)
+    _check_rows(records, (1, 2), heads_kept=54, heads_total=72, threads=torch.get_num_threads(), tolerance=tolerance)
     assert records[1].tokens == int(batch.attention_mask.sum()) < batch.input_ids.numel()  # padding not counted
     assert records[0].model == "MiniLM"
 
