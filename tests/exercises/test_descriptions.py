@@ -123,9 +123,41 @@ def test_written_answers_and_imports(exercise):
         meta = cell.metadata["nbgrader"]
         assert cell.cell_type == "markdown" and meta["grade"] and meta["solution"] and meta["points"] == written.points
         prompt = nb.cells[nb.cells.index(cell) - 1].source
-        mentions = cases.CASES[exercise.stem].get("written_prompts", {}).get(written.grade_id)
-        assert mentions is None or mentions in prompt
+        mentions = cases.CASES[exercise.stem].get("written_prompts", {}).get(written.grade_id, ())
+        for text in (mentions,) if isinstance(mentions, str) else mentions:
+            assert text in prompt, (written.grade_id, text)
     imports = cells[IMPORTS_CELL]
     assert imports.metadata["nbgrader"]["locked"] and not imports.metadata["nbgrader"]["grade"]
     for line in ("import math", "import torch", "import manyheads as mh"):
         assert line in imports.source.splitlines()
+
+
+@pytest.mark.parametrize("exercise", EXERCISES, ids=_ids)
+def test_mark_schemes_state_the_cells_points(exercise):
+    """A written answer's mark scheme grades out of the points its cell gives."""
+    cells = cells_by_id(read(REPO.solution(exercise.stem)))
+    for written in exercise.written_parts:
+        scheme = cells[written.grade_id].source
+        stated = re.findall(r"\*Grading \((\d+) points?\)", scheme)
+        assert stated == [str(written.points)], (written.grade_id, stated)
+
+
+def _shares(row: str) -> list[float]:
+    """The points a row of a "how each part's points are shared" table gives each criterion (": 1.5;" and the like)."""
+    return [float(v) for v in re.findall(r":\s*(\d+(?:\.\d+)?)(?=[;.]|\s*$)", row)]
+
+
+@pytest.mark.parametrize("exercise", [e for e in EXERCISES if not e.code_parts], ids=_ids)
+def test_hand_graded_header_states_each_parts_points_and_shares(exercise):
+    """An assignment graded only by hand (the capstone) tells students what each part is worth and how its points are
+    shared among its criteria, and the shares add up to the part's points (issue 24: it once said "equal shares")."""
+    nb = read(REPO.solution(exercise.stem))
+    header = next(c.source for c in nb.cells if c.cell_type == "markdown")
+    assert "shared equally" not in header
+    table = header.split("**How each part's points are shared.**")[1]
+    rows = [line for line in table.splitlines() if re.match(r"\| \d ", line)]
+    assert len(rows) == len(exercise.written_parts)
+    for number, (row, written) in enumerate(zip(rows, exercise.written_parts), 1):
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        assert cells[0].startswith(f"{number} ") and cells[1] == str(written.points), row
+        assert sum(_shares(cells[2])) == written.points, (written.grade_id, _shares(cells[2]))
