@@ -621,7 +621,8 @@ def mha_param_count(d_model, n_heads, bias=True):
         # A correct part 5 written without the helpers keeps its points when a helper is wrong.
         "wrong split, attention as a loop": ("loop", "split without transpose")
     },
-    # Exercise-specific text the notebook must keep: {grade_id of a written answer: what its prompt cell mentions}.
+    # Exercise-specific text the notebook must keep: {grade_id of a written answer: what its prompt cell mentions, a
+    # string or a tuple of strings}.
     "written_prompts": {"more_heads_cost": "1024"},  # the design card's d_k example
 }
 
@@ -720,6 +721,7 @@ def relation_accuracy(weights, arcs):
         ),
     },
     "mixed": {},
+    "written_prompts": {"hand_set_heads": "offset baseline of Part 4"},
 }
 
 
@@ -1113,7 +1115,7 @@ def prune_mask(importance, fraction):
         "alternatives with per-layer pruning": ("alternatives", "pruning per layer"),
         "arithmetic with abs after averaging": ("arithmetic", "importance: abs after averaging"),
     },
-    "written_prompts": {"would_you_ship": "90 %"},
+    "written_prompts": {"would_you_ship": "90 %", "identical_heads": "same block of $W_O$"},
 }
 
 
@@ -1719,7 +1721,17 @@ def grouped_query_attention(x, w_q, w_k, w_v, w_o, n_heads, n_kv_heads, mask=Non
         "loops with strided pooling": ("loops", "pooling strided groups"),
         "expand with the keys only": ("expand", "cache of the keys only"),
     },
-    "written_prompts": {"heads_for_three_models": "131,072 tokens"},
+    # The prompt gives the quality evidence its mark scheme expects (Ainslie et al.'s Table 1, DeepSeek-V2's Table 8).
+    "written_prompts": {
+        "heads_for_three_models": (
+            "131,072 tokens",
+            "| 47.2 | 47.1 | 46.6 |",
+            "| 1.51 | 0.28 | 0.24 |",
+            "| 45.2 | 41.2 | 37.9 |",
+            "{cite}`ainslie2023gqa`",
+            "{cite}`deepseek2024v2`",
+        )
+    },
 }
 
 

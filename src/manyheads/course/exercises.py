@@ -204,7 +204,7 @@ EXERCISES: tuple[Exercise, ...] = (
                 signature="weights, arcs",
             ),
         ),
-        (WrittenPart("reading_heads", 2),),
+        (WrittenPart("reading_heads", 2), WrittenPart("hand_set_heads", 1)),
     ),
     Exercise(
         "05_pruning",
@@ -234,7 +234,7 @@ EXERCISES: tuple[Exercise, ...] = (
                 signature="importance, fraction",
             ),
         ),
-        (WrittenPart("would_you_ship", 2),),
+        (WrittenPart("would_you_ship", 2), WrittenPart("identical_heads", 1)),
     ),
     Exercise(
         "06_layer_hierarchy",
