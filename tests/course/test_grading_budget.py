@@ -21,8 +21,8 @@ def test_budgeted_execute_replaces_nbgrader_s_execute_and_nothing_else(tmp_path)
 
     config = tmp_path / "nbgrader_config.py"
     config.write_text("c = get_config()\n")
-    budget.configure(config)
-    budget.configure(config)  # idempotent
+    budget.use_budget(config)
+    budget.use_budget(config)  # idempotent
     text = config.read_text()
     assert text.count(budget._BEGIN) == 1
     names = eval(text.split("c.Autograde.autograde_preprocessors = ", 1)[1].splitlines()[0])

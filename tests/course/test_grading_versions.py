@@ -92,13 +92,13 @@ def test_students_on_another_version_are_listed_with_both_versions(tmp_path):
     assert f"- Bob Roe (bob): worked on v{older}, the course is at v{course.expected}" in md
     assert "- cy: version unknown" in md and "- ada" not in md.split("## Versions", 1)[1]
     assert 'id="versions"' in page and f"worked on v{older}, the course is at v{course.expected}" in page
-    assert versions.summary(facts) == f"1 on another version than v{course.expected}, 1 version unknown"
+    assert versions.version_summary(facts) == f"1 on another version than v{course.expected}, 1 version unknown"
 
 
 def test_nothing_is_said_when_everyone_agrees(tmp_path):
     info = {"expected": "1.0.0", "release": "1.0.0", "package": "1.0.0", "disagreement": None}
     assert versions.report_lines({"versions": {**info, "other": {}, "unknown": []}}) == []
-    assert versions.summary({"versions": {**info, "other": {}, "unknown": []}}) == ""
+    assert versions.version_summary({"versions": {**info, "other": {}, "unknown": []}}) == ""
 
 
 def test_a_grader_on_another_package_version_is_told():

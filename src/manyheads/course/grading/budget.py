@@ -77,7 +77,7 @@ _BEGIN = "# >>> manyheads: a time budget per notebook (manyheads grade)"
 _END = "# <<< manyheads: time budget"
 
 
-def configure(config: Path) -> None:
+def use_budget(config: Path) -> None:
     """Make ``nbgrader autograde`` in the course of ``config`` (an nbgrader_config.py) run BudgetedExecute."""
     from nbgrader.converters.autograde import Autograde
 

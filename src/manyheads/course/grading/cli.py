@@ -153,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
             f.write("\n".join(lms_lines) + "\n")
     report.write_html(out / "report.html", rows, facts, lms_lines)  # the same report, with figures
     counts = {s: sum(r.status == s for r in rows) for s in ("graded", "repaired", "failed")}
-    on_other = f" ({versions.summary(facts)}: see the report)" if versions.summary(facts) else ""
+    on_other = f" ({versions.version_summary(facts)}: see the report)" if versions.version_summary(facts) else ""
     print(
         f"{len(rows)} students: {counts['graded']} graded, {counts['repaired']} repaired, {counts['failed']} failed "
         f"in {facts['seconds']:.1f} s{on_other}; wrote {out / 'grades.csv'}, {out / 'report.md'}, "

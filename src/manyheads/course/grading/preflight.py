@@ -57,7 +57,7 @@ class PreflightError(GradingError):
 
 
 @dataclass
-class Result:
+class PreflightResult:
     ok: bool
     seconds: float
     reference: tuple[float | None, float] = (None, 0.0)  # (score, out of)
@@ -142,7 +142,7 @@ def _kernel_logs(worker) -> list[Path]:
     return [worker.root / "template.log", worker.root / "sandbox" / "kernel.log"]
 
 
-def run(worker, release, source, assignment: str, points: dict[str, float], python: str) -> Result:
+def run(worker, release, source, assignment: str, points: dict[str, float], python: str) -> PreflightResult:
     """Grade the reference answers and the blank release on ``worker``; remove every trace of them after."""
     from manyheads.course.grading import runner
 
@@ -156,7 +156,7 @@ def run(worker, release, source, assignment: str, points: dict[str, float], pyth
     folder = worker.root / f"submitted-{worker.chunks}"
     scores = runner._scores(worker.db, assignment, [REFERENCE, BLANK])
     top = float(sum(points.values()))
-    result = Result(ok=True, seconds=0.0, forked=worker.kernels_from_template() - forked_before)
+    result = PreflightResult(ok=True, seconds=0.0, forked=worker.kernels_from_template() - forked_before)
 
     def total(student: str) -> float | None:
         got = scores.get(student)

@@ -583,7 +583,7 @@ def _grade(
     release = release_course(source, assignment, master, db)
     helpers = hidden_helpers(nbformat.read(master / "solutions" / assignment / f"{assignment}.ipynb", as_version=4))
     feedback_mod.configure(master / CONFIG_FILE, opts.feedback)  # the workers copy it
-    budget.configure(master / CONFIG_FILE)  # a time budget per notebook: 5 s a cell after its first timeout
+    budget.use_budget(master / CONFIG_FILE)  # a time budget per notebook: 5 s a cell after its first timeout
     points = test_points(release)
     test_ids = list(points)
     rows, skipped = (

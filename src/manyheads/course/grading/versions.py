@@ -134,7 +134,7 @@ def report_lines(facts: dict, label=lambda student: student) -> list[str]:
     return lines
 
 
-def summary(facts: dict) -> str:
+def version_summary(facts: dict) -> str:
     """A clause for the run's summary line, e.g. "2 on another version, 1 version unknown" ("" when none)."""
     info = facts.get("versions") or {}
     parts = []
