@@ -23,7 +23,7 @@ stays quick in every grading kernel and imports matplotlib only when a figure is
 
 import importlib
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 
 _SUBMODULES = (
     "analysis",
