@@ -4,7 +4,7 @@ Every run executes the notebook in a fresh process and kernel with `make book`'s
 BOOK_ENV line, e.g. OMP_WAIT_POLICY=PASSIVE), which must be in place before the kernel imports torch.
 
 Run: .venv/bin/python benchmarks/chapters.py [chapters/NN_topic.ipynb ...]     # each chapter once
-     .venv/bin/python benchmarks/chapters.py --solo --beside chapters/05_pruning.ipynb
+     .venv/bin/python benchmarks/chapters.py chapters/05_pruning.ipynb --solo --beside
          # the median of 3 runs alone, and of 3 runs while a second copy of --neighbour (default: the same
          # chapter) executes again and again beside it, as when two book builds share the machine; --solo N: N runs
      --book-env ''    # another environment instead of the Makefile's ('': torch's defaults, the "before")
