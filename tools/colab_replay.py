@@ -330,6 +330,9 @@ def run_notebook(
             return Result(rel, cells, False, time.perf_counter() - start, "\n".join(lines[-12:]))
         except Exception as exc:  # a dead kernel or a timeout: reported, and the next notebook still runs
             return Result(rel, cells, False, time.perf_counter() - start, f"{type(exc).__name__}: {exc}")
+        finally:  # nbclient leaves a kernel it did not start itself running: each notebook's goes with it
+            if km.has_kernel:
+                km.shutdown_kernel(now=True)
     return Result(rel, cells, True, time.perf_counter() - start)
 
 

@@ -120,9 +120,9 @@ def test_a_failing_cell_fails_the_replay_and_the_kernel_has_google_colab(replay,
     nbformat.write(nb, path)
     python = replay_tool.venv_python()
     env = replay_tool.replay_env(python, replay_tool.WORK / "origin.git")
-    result = replay_tool.run_notebook(path, python, env, work=tmp_path)
+    result = replay_tool.run_notebook(path, python, env)
     assert not result.ok and "ValueError: a cell that fails" in result.error, result.error
-    assert replay_tool.run_notebook(path, python, env, upto=1, work=tmp_path).ok
+    assert replay_tool.run_notebook(path, python, env, upto=1).ok
 
 
 @pytest.mark.slow
