@@ -559,7 +559,9 @@ def grade(
     """Grade every student's submission; write nothing but ``out``. Returns the rows and facts for the report.
     With ``opts.check`` only the preflight runs (``submissions`` may be None) and the rows are empty. No process
     that grading started outlives it (:func:`no_leftovers`)."""
-    with no_leftovers():
+    # On a cluster the students' kernels run inside the dask workers; the processes started here meanwhile are dask's
+    # own (a nanny restarting a lost worker), which must outlive this call.
+    with contextlib.nullcontext() if opts.scheduler else no_leftovers():
         return _grade(assignment, submissions, out, opts, course)
 
 
