@@ -119,3 +119,13 @@ def test_import_stays_light():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_no_two_test_files_share_a_name():
+    # tests/ folders have no __init__.py, so pytest imports test files by basename: two files with one name make
+    # the whole run fail to collect (CI failed this way once: tests/book and tests/package both had test_claims.py).
+    tests = Path(__file__).resolve().parents[1]
+    seen: dict[str, Path] = {}
+    for path in sorted(tests.rglob("test_*.py")):
+        assert path.name not in seen, f"{path} and {seen[path.name]} share a name: rename one"
+        seen[path.name] = path
