@@ -19,6 +19,7 @@ from pathlib import Path
 import nbformat
 import pytest
 import yaml
+from helpers import evidence
 from helpers.browser import WIDTHS, pages_of, visit_every_page
 from helpers.claims import check, glued_values, page_from_html, page_from_notebook
 from helpers.phone import wide_equations
@@ -247,6 +248,16 @@ def test_chapter_summary_quotes_its_glued_values(book, chapter):
     """The executed notebook's glue, rendered as myst-nb renders it, read the same way (no HTML parsing involved)."""
     nb = nbformat.read(book.executed(chapter), as_version=4)
     assert check(page_from_notebook(nb)) == []
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
+def test_chapter_summary_boxes_and_quiz_agree_with_its_experiments(book, chapter):
+    """The chapter's own evidence checks (tests/helpers/evidence/ch_<stem>.py) over the executed notebook."""
+    module = evidence.module_for(chapter.stem)
+    if module is None:
+        pytest.skip(f"{chapter.stem} has no evidence module yet")
+    nb = nbformat.read(book.executed(chapter), as_version=4)
+    assert module.check(evidence.numbers(glued_values(nb)), nb) == []
 
 
 @pytest.mark.browser
