@@ -79,3 +79,62 @@ def test_cell_values_are_written_in_white_on_dark_cells_and_black_on_light_ones(
     if cmap == "RdBu_r":  # the ends of a diverging map are dark, its middle is light
         assert [to_rgb(t.get_color()) for t in texts[:2]] == [(1.0, 1.0, 1.0), (0.0, 0.0, 0.0)]
     plt.close(fig)
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Phones (CONTRIBUTING.md, "Figures read on a phone"): at most two panels per row, a colour bar on every heat map,
+# legends outside the data.
+
+
+def _heat_axes(fig):
+    return [ax for ax in fig.axes if ax.get_images() and ax.get_label() != "<colorbar>"]
+
+
+def test_attention_heatmap_draws_a_colour_bar_unless_asked_not_to():
+    import numpy as np
+
+    from manyheads.viz.plots import attention_heatmap
+
+    ax = attention_heatmap(np.full((3, 3), 1 / 3))
+    assert [a.get_label() for a in ax.figure.axes].count("<colorbar>") == 1
+    plt.close(ax.figure)
+    fig, ax = plt.subplots()
+    attention_heatmap(np.eye(3), ax=ax, colorbar=False)
+    assert len(fig.axes) == 1
+    plt.close(fig)
+
+
+@pytest.mark.parametrize(("n_heads", "rows"), [(1, 1), (2, 1), (3, 2), (4, 2), (12, 6)])
+def test_head_heatmaps_wraps_to_two_panels_per_row_each_with_a_colour_bar(n_heads, rows):
+    import numpy as np
+
+    from manyheads.viz.plots import head_heatmaps
+
+    weights = np.random.default_rng(0).dirichlet(np.ones(5), size=(n_heads, 5))
+    fig = head_heatmaps(weights, titles=[f"h{h}" for h in range(n_heads)], token_labels=list("abcde"))
+    fig.canvas.draw()
+    heat = _heat_axes(fig)
+    assert [ax.get_title() for ax in heat] == [f"h{h}" for h in range(n_heads)]
+    assert sum(ax.get_label() == "<colorbar>" for ax in fig.axes) == n_heads  # one bar per panel
+    # panels per row: axes whose vertical centres coincide
+    centres = [round(ax.get_position().y0 + ax.get_position().height / 2, 3) for ax in heat]
+    per_row = {c: centres.count(c) for c in centres}
+    assert max(per_row.values()) <= 2 and len(per_row) == rows
+    plt.close(fig)
+
+
+def test_the_pruning_explorer_s_legend_sits_outside_the_curves():
+    import torch
+
+    from manyheads.viz.widgets import _pruning_figure
+
+    importances = {"gradient": torch.rand(2, 3), "random": torch.rand(2, 3)}
+    keep = torch.ones(2, 3, dtype=torch.bool)
+    masks = {m: {0.0: keep, 0.5: keep} for m in importances}
+    scores = {m: {0.0: 1.0, 0.5: 0.5} for m in importances}
+    fig = _pruning_figure(importances, masks, scores, "gradient", 0.5, "score")
+    fig.canvas.draw()
+    right = fig.axes[1]
+    legend = right.get_legend().get_window_extent()
+    assert not legend.overlaps(right.get_window_extent())
+    plt.close(fig)

@@ -54,8 +54,9 @@ def attention_heatmap(
     """Draw one attention pattern, weights (seq_q, seq_k), rows = queries, columns = keys (chapter 1).
 
     The colour scale is fixed to [0, 1] so that patterns from different heads and models compare directly.
-    ``annotate`` writes each weight in its cell (for small matrices); ``colorbar=False`` leaves out the colour bar
-    (for grids of small panels that share the one scale).
+    ``annotate`` writes each weight in its cell (for small matrices). A colour bar is drawn by default, because a
+    heat map without one cannot be read (CONTRIBUTING.md, "Figures read on a phone"); ``colorbar=False`` leaves
+    it out only for a figure that draws one shared bar itself (``fig.colorbar(ax.get_images()[0], ax=axes)``).
     """
     w = _to_numpy(weights)
     if w.ndim != 2:
@@ -86,13 +87,24 @@ def attention_heatmap(
 def head_heatmaps(
     weights, titles: Sequence[str] | None = None, suptitle: str | None = None, token_labels: Sequence[str] | None = None
 ) -> Figure:
-    """One heatmap per head, side by side. weights: (n_heads, seq_q, seq_k) for one sequence (chapter 1)."""
+    """One heatmap per head, two to a row, each with its own colour bar on the shared [0, 1] scale.
+    weights: (n_heads, seq_q, seq_k) for one sequence (chapter 1; the interlude and chapter 6 call it too).
+
+    Two panels per row is what a phone (390 px wide) can still read (CONTRIBUTING.md, "Figures read on a phone");
+    more heads wrap onto more rows, and the unused slot of an odd last row is removed.
+    """
     w = _to_numpy(weights)
     if w.ndim != 3:
         raise ValueError(f"weights must be (n_heads, seq_q, seq_k), got shape {w.shape}")
     n_heads = w.shape[0]
-    fig, axes = plt.subplots(1, n_heads, figsize=(3.3 * n_heads, 3.1), squeeze=False, layout="constrained")
-    for h, ax in enumerate(axes[0]):
+    if n_heads == 1:
+        fig, axes = plt.subplots(1, 1, figsize=(3.4, 3.1), squeeze=False, layout="constrained")
+    else:
+        rows = -(-n_heads // 2)
+        fig, axes = plt.subplots(rows, 2, figsize=(6.8, 3.1 * rows), squeeze=False, layout="constrained")
+    for ax in axes.flat[n_heads:]:
+        ax.remove()
+    for h, ax in enumerate(axes.flat[:n_heads]):
         attention_heatmap(
             w[h],
             ax=ax,

@@ -261,7 +261,8 @@ def _pruning_figure(
     right.set_xlabel("fraction of heads removed")
     right.set_ylabel(metric)
     right.grid(alpha=0.3)
-    right.legend(fontsize="small")
+    # below the axes, never over the curves (CONTRIBUTING.md, "Figures read on a phone")
+    right.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.22), ncols=2, frameon=False)
     right.set_title(f"{metric} = {scores[method][fraction]:.3f} at {fraction:.0%} removed", fontsize="medium")
     return fig
 
