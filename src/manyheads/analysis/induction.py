@@ -13,7 +13,11 @@ Elhage et al. 2021). Layers count from 0 here; the papers' layers 1 and 2 are la
 * :func:`composition_test` removes the previous-token head's output from only the queries, keys or values of
   layer 1 and reports what is left of the induction score and of the second copy's loss;
 * :func:`train_in_background` trains several seeds at once, each in its own process (the loop runs on one thread,
-  so two seeds on two cores take about the time of one), while the caller goes on with other work.
+  so two seeds on two cores take about the time of one), while the caller goes on with other work;
+* the controls that let a pretrained model's induction heads fail the test (CONTRIBUTING.md, "Claims follow from
+  evidence"): :func:`shifted_repeats` (inputs where the copy sits at a random distance, so that no fixed position
+  finds the target), :func:`token_induction_score` (the target found from the tokens, on any input),
+  :func:`same_layer_heads` (random heads from the same layers as the chosen ones) and :func:`bootstrap_mean`.
 
 The induction score here is the mean over the second copy's queries of the weight on the target key, so a perfect
 induction head scores 1 (TransformerLens's detector divides by the whole pattern instead, and tops out near 0.5 on
@@ -52,6 +56,10 @@ __all__ = [
     "composition_test",
     "BackgroundRuns",
     "train_in_background",
+    "shifted_repeats",
+    "token_induction_score",
+    "same_layer_heads",
+    "bootstrap_mean",
 ]
 
 
@@ -316,3 +324,108 @@ def train_in_background(jobs: Sequence[Mapping], processes: int = 2) -> Backgrou
     futures = [executor.submit(_train_to_bytes, job) for job in jobs]
     executor.shutdown(wait=False)  # the submitted runs go on; the workers exit when they are done
     return BackgroundRuns(futures)
+
+
+# -- controls for a pretrained model's induction heads (chapter 6) ---------------------------------------------------
+
+
+def shifted_repeats(
+    length: int, *, vocabulary: Tensor, bos_id: int, seeds: Iterable[int], max_shift: int
+) -> tuple[Tensor, Tensor]:
+    """Repeats that position arithmetic cannot find: one row ``[BOS] + p + r + f + r`` per seed (chapter 6).
+
+    r: ``length`` ids drawn uniformly from ``vocabulary``; p and f: filler ids from ``vocabulary`` that are not in r,
+    with len(f) drawn uniformly from 1 … ``max_shift`` and len(p) = ``max_shift`` − len(f), so that every row has
+    the same length, 1 + ``max_shift`` + 2·``length``, while both where r starts and how far the second copy lies
+    from the first change from row to row. On ``[BOS] + r + r`` a head that always looks ``length`` − 1 tokens back
+    scores like a perfect induction head; here it cannot. Returns (ids (rows, seq), second (rows,)): the position
+    where each row's second copy starts. Each row depends on its seed only.
+    """
+    if isinstance(length, bool) or not isinstance(length, int) or length < 1:
+        raise ValueError(f"length must be a positive int, got {length!r}")
+    if isinstance(max_shift, bool) or not isinstance(max_shift, int) or max_shift < 1:
+        raise ValueError(f"max_shift must be a positive int (the longest gap between the copies), got {max_shift!r}")
+    rows, second = [], []
+    for seed in seeds:
+        generator = torch.Generator().manual_seed(seed)
+        r = vocabulary[torch.randint(len(vocabulary), (length,), generator=generator)]
+        allowed = vocabulary[~torch.isin(vocabulary, r)]
+        if len(allowed) == 0:
+            raise ValueError("vocabulary has no id outside r to fill the gaps with")
+        filler = allowed[torch.randint(len(allowed), (max_shift,), generator=generator)]
+        gap = int(torch.randint(1, max_shift + 1, (1,), generator=generator))
+        prefix = max_shift - gap
+        rows.append(torch.cat([torch.tensor([bos_id]), filler[:prefix], r, filler[prefix:], r]))
+        second.append(1 + prefix + length + gap)
+    if not rows:
+        raise ValueError("seeds is empty: give at least one seed")
+    return torch.stack(rows), torch.tensor(second)
+
+
+def token_induction_score(weights: Tensor, tokens: Tensor, queries: Tensor | None = None) -> Tensor:
+    """The induction score with the target found from the tokens, not from positions: (n_heads,) (chapter 6).
+
+    weights (batch, n_heads, seq, seq) and the tokens they were computed on (batch, seq). At query i the target keys
+    are every position j + 1 ≤ i such that j < i holds the same token as i (the token after an earlier occurrence
+    of the current token); the query's score is its total weight on them. The result is the mean over ``queries``
+    (a (batch, seq) bool mask; default: every query whose token occurred before). On ``[BOS] + r + r`` with no token
+    repeated inside r it equals :func:`induction_score`; unlike it, it needs no fixed distance between the copies,
+    so it also scores :func:`shifted_repeats` and sequences repeated several times.
+    """
+    _check_batch(weights)
+    if not isinstance(tokens, Tensor) or tokens.dim() != 2 or tokens.shape != (weights.shape[0], weights.shape[-1]):
+        raise ValueError(f"tokens must be (batch, seq) = {(weights.shape[0], weights.shape[-1])}, got {tokens!r}")
+    seq = tokens.shape[1]
+    tokens = tokens.to(weights.device)
+    earlier = torch.ones(seq, seq, dtype=torch.bool, device=weights.device).tril(-1)
+    match = (tokens[:, :, None] == tokens[:, None, :]) & earlier  # (batch, i, j): j < i holds i's token
+    target = torch.zeros_like(match)
+    target[:, :, 1:] = match[:, :, :-1]  # key j + 1 for every matching j (j + 1 ≤ i, since j < i)
+    if queries is None:
+        queries = match.any(-1)
+    elif not isinstance(queries, Tensor) or queries.shape != tokens.shape or queries.dtype != torch.bool:
+        raise ValueError(f"queries must be a (batch, seq) bool mask, got {queries!r}")
+    queries = queries.to(weights.device)
+    if not queries.any():
+        raise ValueError("no query to score: no token occurs twice (or the queries mask is empty)")
+    per_query = (weights * target[:, None].to(weights.dtype)).sum(-1)  # (batch, n_heads, seq)
+    return (per_query * queries[:, None]).sum((0, 2)) / queries.sum()
+
+
+def same_layer_heads(
+    heads: Sequence[tuple[int, int]], n_heads: int, n_draws: int, seed: int = 0
+) -> list[list[tuple[int, int]]]:
+    """Random control sets for an ablation: ``n_draws`` lists, each with one head drawn from the layer of each of
+    ``heads``, never one of ``heads`` and never twice in a list (chapter 6).
+
+    A head set chosen for a property is compared with random heads **from the same layers**: random heads drawn
+    from the whole model would mostly come from layers whose removal costs little, and make any chosen set look
+    special. ``n_heads``: heads per layer. Seeded: the same arguments give the same draws.
+    """
+    chosen = [(int(layer), int(head)) for layer, head in heads]
+    if not chosen or n_draws < 1:
+        raise ValueError("need at least one head and one draw")
+    generator = torch.Generator().manual_seed(seed)
+    draws = []
+    for _ in range(n_draws):
+        picked: list[tuple[int, int]] = []
+        for layer, _ in chosen:
+            free = [h for h in range(n_heads) if (layer, h) not in chosen and (layer, h) not in picked]
+            if not free:
+                raise ValueError(f"layer {layer} has no head left to draw: too many chosen heads in it")
+            picked.append((layer, free[int(torch.randint(len(free), (1,), generator=generator))]))
+        draws.append(picked)
+    return draws
+
+
+def bootstrap_mean(values, n_boot: int = 2000, seed: int = 0, level: float = 0.95) -> tuple[float, float, float]:
+    """(mean, low, high): the mean of ``values`` (one per item, e.g. a loss difference per sequence) and its
+    percentile bootstrap interval, items resampled with replacement ``n_boot`` times (seeded; chapter 6)."""
+    x = torch.as_tensor(values, dtype=torch.float64).flatten()
+    if len(x) < 2:
+        raise ValueError("a bootstrap interval needs at least two items")
+    generator = torch.Generator().manual_seed(seed)
+    means = x[torch.randint(len(x), (n_boot, len(x)), generator=generator)].mean(1)
+    tail = (1 - level) / 2
+    low, high = torch.quantile(means, torch.tensor([tail, 1 - tail], dtype=torch.float64)).tolist()
+    return float(x.mean()), low, high
