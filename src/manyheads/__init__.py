@@ -92,6 +92,7 @@ _NAMES = {
     "train_in_background": "manyheads.analysis.induction",
     "train_induction_model": "manyheads.analysis.induction",
     "bootstrap_mean": "manyheads.analysis.induction",
+    "induction_runs": "manyheads.analysis.induction",
     "same_layer_heads": "manyheads.analysis.induction",
     "shifted_repeats": "manyheads.analysis.induction",
     "token_induction_score": "manyheads.analysis.induction",

@@ -115,3 +115,19 @@ def test_bootstrap_mean_covers_the_mean_and_narrows_with_more_items():
     assert mh.bootstrap_mean(small, seed=3) == mh.bootstrap_mean(small, seed=3)
     with pytest.raises(ValueError):
         mh.bootstrap_mean([1.0])
+
+
+def test_induction_runs_collects_the_background_runs_of_the_same_jobs_or_trains_them_here(monkeypatch):
+    from manyheads.analysis import induction
+
+    class Started:
+        def results(self):
+            return ["from the background"]
+
+    jobs = [{"seed": 3, "n_layers": 1, "device": "cpu"}]
+    monkeypatch.setitem(induction._STARTED, induction._jobs_key(jobs), Started())
+    assert mh.induction_runs([dict(job) for job in jobs]) == ["from the background"]
+    trained = []
+    monkeypatch.setattr(induction, "train_induction_model", lambda **job: trained.append(job) or job["seed"])
+    assert mh.induction_runs(jobs) == [3]  # collected once; asked again, it trains here
+    assert trained == [{"seed": 3, "n_layers": 1, "device": "cpu", "progress": False}]

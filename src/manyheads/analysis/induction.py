@@ -56,6 +56,7 @@ __all__ = [
     "composition_test",
     "BackgroundRuns",
     "train_in_background",
+    "induction_runs",
     "shifted_repeats",
     "token_induction_score",
     "same_layer_heads",
@@ -323,7 +324,31 @@ def train_in_background(jobs: Sequence[Mapping], processes: int = 2) -> Backgrou
     executor = ProcessPoolExecutor(min(processes, len(jobs)), mp_context=multiprocessing.get_context("spawn"))
     futures = [executor.submit(_train_to_bytes, job) for job in jobs]
     executor.shutdown(wait=False)  # the submitted runs go on; the workers exit when they are done
-    return BackgroundRuns(futures)
+    runs = BackgroundRuns(futures)
+    _STARTED[_jobs_key(jobs)] = runs
+    return runs
+
+
+_STARTED: dict[str, BackgroundRuns] = {}  # jobs (as _jobs_key spells them) → the runs train_in_background started
+
+
+def _jobs_key(jobs: Sequence[Mapping]) -> str:
+    return repr([sorted((k, str(v)) for k, v in dict(job).items()) for job in jobs])
+
+
+def induction_runs(jobs: Sequence[Mapping]) -> list[InductionRun]:
+    """The :class:`InductionRun` of each job (keyword arguments of :func:`train_induction_model`), in order
+    (chapter 6).
+
+    If :func:`train_in_background` was started earlier with the same jobs (a chapter starts it in its set-up, so
+    that training overlaps with other work), this waits for those runs and returns them; otherwise it trains each
+    job here, one after the other. Either way the runs are the same (same seeds, same CPU arithmetic).
+    """
+    jobs = [dict(job) for job in jobs]
+    started = _STARTED.pop(_jobs_key(jobs), None)
+    if started is not None:
+        return started.results()
+    return [train_induction_model(**job, progress=False) for job in jobs]
 
 
 # -- controls for a pretrained model's induction heads (chapter 6) ---------------------------------------------------
