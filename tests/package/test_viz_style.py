@@ -138,3 +138,16 @@ def test_the_pruning_explorer_s_legend_sits_outside_the_curves():
     legend = right.get_legend().get_window_extent()
     assert not legend.overlaps(right.get_window_extent())
     plt.close(fig)
+
+
+def test_learning_curves_give_each_configuration_its_own_colour(course_style):
+    """The seeds' thin lines used to advance the colour cycle, so "1 head" and "2 heads" came out blue and sky blue."""
+    import numpy as np
+
+    from manyheads.viz.plots import learning_curves
+
+    curves = {name: np.random.default_rng(0).random((3, 4)) for name in ("a", "b", "c", "d")}
+    ax = learning_curves([0, 1, 2, 3], curves)
+    means = [line for line in ax.get_lines() if not line.get_label().startswith("_")]
+    assert [to_rgb(line.get_color()) for line in means] == [to_rgb(c) for c in style.COLOURBLIND_SAFE[:4]]
+    plt.close(ax.figure)

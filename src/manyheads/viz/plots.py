@@ -138,7 +138,9 @@ def learning_curves(
             raise ValueError(f"curve {label!r} has {v.shape[1]} points but there are {len(x)} steps")
         (line,) = ax.plot(x, v.mean(axis=0), label=label, lw=2.2)
         if len(v) > 1:
-            ax.plot(x, v.T, color=line.get_color(), lw=0.8, alpha=0.45)
+            # colour and style both given, so the seeds' lines do not advance the colour cycle: the next
+            # configuration gets the next colour, not one of a repeated pair
+            ax.plot(x, v.T, color=line.get_color(), ls=line.get_linestyle(), lw=0.8, alpha=0.45)
     ax.set_xlabel("training step")
     ax.set_ylabel(ylabel)
     if title:
