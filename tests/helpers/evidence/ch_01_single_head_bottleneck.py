@@ -1,0 +1,84 @@
+"""Chapter 1's words against its numbers (issue 24; CONTRIBUTING.md, "Claims follow from evidence").
+
+Besides the chapter's own claims, this module holds the small readers that chapters 2-4 share: the glue names a
+summary, misconceptions box or quiz quotes must also be shown in the body (a summary restates the body; it cannot
+quote a value the body never shows), and a glued comparing word must agree with its glued interval.
+"""
+
+from __future__ import annotations
+
+import re
+
+GLUE = re.compile(r"\{glue:text\}`([^`:]+)")
+BOX = re.compile(r"```\{admonition\} Common misconceptions.*?\n```", re.S)
+
+
+def _markdown(nb) -> str:
+    return "\n\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+
+
+def restating_regions(nb) -> tuple[str, str]:
+    """(restating, body): the summary, misconceptions box and quiz of a chapter; and the rest of its Markdown."""
+    text = _markdown(nb)
+    restating = BOX.findall(text)
+    body = BOX.sub("", text)
+    for heading in (r"\n## Summary\n", r"\n\(sec-[\w-]*summary[\w-]*\)=\n## Summary\n", r"\n## Check yourself\n"):
+        match = re.search(heading, body)
+        if match:
+            end = re.search(r"\n\*\*(?:Next|Exercises?)\.\*\*|\n## (?!Summary)", body[match.end() :])
+            stop = match.end() + end.start() if end and "Check yourself" not in heading else len(body)
+            restating.append(body[match.start() : stop])
+            body = body[: match.start()] + body[stop:]
+    return "\n".join(restating), body
+
+
+def quoted_but_not_shown(nb) -> list[str]:
+    """Glue names quoted in a summary, box or quiz but nowhere in the chapter's body text."""
+    restating, body = restating_regions(nb)
+    shown = set(GLUE.findall(body))
+    return sorted(set(GLUE.findall(restating)) - shown)
+
+
+def word_against_interval(glued, word: str, low: str, high: str, words: tuple[str, str, str]) -> list[str]:
+    """``words`` = (above, below, neither): the glued ``word`` must be ``above`` exactly when the interval
+    [``low``, ``high``] lies above 0, ``below`` when it lies below 0, ``neither`` when it contains 0."""
+    lo, hi, said = glued[low], glued[high], glued[word]
+    right = words[0] if lo > 0 else words[1] if hi < 0 else words[2]
+    return [] if said == right else [f"{word} is {said!r} but its interval [{lo:.3g}, {hi:.3g}] says {right!r}"]
+
+
+def check(glued: dict[str, float | str], nb) -> list[str]:
+    problems = [
+        f"the summary, box or quiz quotes {name}, which the body never shows" for name in quoted_but_not_shown(nb)
+    ]
+    g = glued
+    # scaled dot products: "close to d_k = 64" and "brings the variance back to 1"
+    if not (abs(g["var_raw"] / 64 - 1) < 0.05 and abs(g["var_scaled"] - 1) < 0.05):
+        problems.append(f"variances {g['var_raw']:.3g} and {g['var_scaled']:.3g} are not about 64 and 1")
+    if g["order_gap_one_head"] != 0:
+        problems.append("the text says swapping the tokens changes one head's output by exactly nothing")
+    # the comparisons: each glued word follows its interval over seeds
+    for key, words in (
+        ("h2", ("raise", "lower", "do not measurably change")),  # "two heads raise ..."
+        ("h4", ("raise", "lower", "do not measurably change")),
+        ("wide", ("raises", "lowers", "does not measurably change")),  # "one head at double width raises ..."
+    ):
+        problems += word_against_interval(g, f"{key}_word", f"{key}_low", f"{key}_high", words)
+    if g["n_commit_h1"] + g["n_split_h1"] != g["n_seeds"]:
+        problems.append("the text says every single-head run either commits to one offset or splits its weight")
+    if not g["worse_h1"] < 0.5:
+        problems.append(f"'the worse one only {g['worse_h1']:.2f}': a single head learns both relations here")
+    if g["solved_h1wide"] != 0:
+        problems.append("the wide single head 'still has to choose', yet a wide run solves both relations")
+    if not g["untrained_mass"] < 0.5:
+        problems.append("the untrained baseline already puts most of its weight on an offset")
+    # "a single head can sometimes encode two facts": at least one six-token run
+    if not g["small_n_both"] >= 1:
+        problems.append("the summary says a single head 'sometimes' encodes both facts; no six-token run did")
+    # "much worse": every two-head model loses a large part of its accuracy when its softmaxes are merged
+    if not (g["concat_drop_min"] >= 0.25 and g["concat_acc_max"] < g["concat_acc_heads"]):
+        problems.append(f"'much worse' with a smallest drop of {g['concat_drop_min']:.2f}")
+    # "which head tracks which offset changes with the seed"
+    if not g["n_role_orders"] >= 2:
+        problems.append("the box says head roles change with the seed; every two-head seed has the same assignment")
+    return problems
