@@ -6,7 +6,9 @@ Reported per seed, on fixed probe batches (16 rows per half-length, ``mh.probe_b
 
 * losses on the first copy (chance: ln 64 = 4.16) and on the announced tokens of the second copy, with mean ln(half)
   (the loss of guessing evenly among r's tokens, which a 1-layer model can reach without induction);
-* the step at which the second-copy loss first falls below 1 nat (the phase change);
+* the step at which the second-copy loss first falls below 1 nat, and whether the induction head's score rises
+  "sudden"-ly or "gradual"-ly (``mh.change_words``: sudden when one tenth of the run holds at least half of the rise;
+  ``jump_share`` is that largest share), so that a phase change is counted per seed;
 * layer 0's best previous-token score and layer 1's best induction score (head indices from 0);
 * the induction head's score with all layer-0 heads ablated, with only the best previous-token head ablated, and
   with the layer-0 heads that are not previous-token heads (score < 0.5) ablated (zero ablation; ablating other
@@ -41,6 +43,9 @@ def two_layer_row(seed: int, config, task, probes) -> dict:
     final = run.final
     model = run.model
     below = [step for step, loss in zip(run.steps, run.second_loss) if loss < 1.0]
+    curve = run.induction[:, target[0], target[1]].tolist()
+    span = max(1, round(0.1 * (len(curve) - 1)))
+    jump = max((curve[i + span] - curve[i]) / (curve[-1] - curve[0]) for i in range(len(curve) - span))
     with mh.ablated(model, [(0, h) for h in range(model.n_heads)]):
         layer0_off = mh.repeat_metrics(model, probes)
     with mh.ablated(model, (0, prev_head)):
@@ -60,6 +65,8 @@ def two_layer_row(seed: int, config, task, probes) -> dict:
         "second": final.second,
         "ln_half": final.log_half,
         "phase_step": below[0] if below else None,
+        "change": mh.change_words(curve),
+        "jump_share": round(jump, 2),
         "prev_head": prev_head,
         "prev_score": final.previous[0, prev_head].item(),
         "n_prev_l0": len(previous_heads),

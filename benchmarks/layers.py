@@ -11,9 +11,12 @@ on more data and prints three tables (each also written as JSON to benchmarks/re
 * ``layers_smollm2``, per layer of SmolLM2-135M-Instruct: the same attention metrics on ``--windows`` windows of
   ``--window`` tokens of Lee's background news (a BOS in front of each), and the increase of the next-token loss
   on those windows when all 9 heads of the layer are zeroed.
-* ``layers_induction``: SmolLM2 on ``[BOS] + r + r`` (``--rows`` sequences, len(r) = ``--length``): the loss on the
-  two copies, the best induction heads, and the second-copy loss with the top-k induction heads ablated against
-  ``--random`` draws of k random other heads, for k = 5 and 10.
+* ``layers_induction``: SmolLM2's best induction heads, chosen on ``[BOS] + r + r`` (``--rows`` sequences, len(r) =
+  ``--length``) and tested on ``--test-rows`` other sequences whose copies lie 1 to ``--max-shift`` tokens apart
+  (position arithmetic cannot find the target there): their content and fixed-offset scores, the held-out
+  second-copy loss with the top-k heads ablated (95 % bootstrap interval over sequences) against ``--random`` sets
+  of k heads drawn from the same layers, and the same ablations' cost on the news windows (specificity), for k = 5
+  and 10.
 
 The toy induction model's full-size runs (five seeds) are ``benchmarks/induction.py``.
 
@@ -108,7 +111,7 @@ def minilm_rows(args) -> list[dict]:
     return rows
 
 
-def smollm2_rows(args, decoder, tokenizer) -> list[dict]:
+def smollm2_rows(args, decoder, tokenizer) -> tuple[list[dict], torch.Tensor]:
     cfg = decoder.config
     windows = lm.token_windows(
         tokenizer.encode(lee_background_text()).ids, args.window, bos_id=cfg.bos_token_id, n_windows=args.windows
@@ -126,56 +129,86 @@ def smollm2_rows(args, decoder, tokenizer) -> list[dict]:
     for layer in range(cfg.n_layers):
         rows.append({"layer": layer, **metric_columns(metrics, layer), "loss_increase": ablated[layer].item() - base})
     print(f"SmolLM2: {args.windows} windows × {args.window} tokens of news, next-token loss {base:.3f} nats\n")
-    return rows
+    return rows, windows
 
 
-def induction_rows(args, decoder, tokenizer) -> list[dict]:
+def induction_rows(args, decoder, tokenizer, windows: torch.Tensor) -> list[dict]:
+    """Induction heads chosen on ``--rows`` sequences [BOS] + r + r and tested on ``--test-rows`` others whose copies
+    lie 1 to ``--max-shift`` tokens apart (mh.shifted_repeats): content vs fixed-offset scores, the held-out
+    second-copy loss with the top-k heads ablated against ``--random`` sets drawn from the same layers, and the same
+    ablations' cost on the news windows (specificity); 95 % bootstrap intervals over sequences and tokens."""
     cfg = decoder.config
+    vocabulary = lm.ordinary_token_ids(tokenizer)
     repeated = lm.repeated_random_tokens(
-        args.length, vocabulary=lm.ordinary_token_ids(tokenizer), bos_id=cfg.bos_token_id, seeds=range(args.rows)
+        args.length, vocabulary=vocabulary, bos_id=cfg.bos_token_id, seeds=range(args.rows)
     )
-    scores, losses = [], []
+    scores = []
     with torch.no_grad():
         for rows in repeated.split(4):
             out = decoder(rows, output_attentions=True)
             scores.append(torch.stack([mh.induction_score(a, args.length) for a in out.attentions]) * len(rows))
-            losses.append(F.cross_entropy(out.logits[:, :-1].transpose(1, 2), rows[:, 1:], reduction="none"))
-    induction = torch.stack(scores).sum(0) / len(repeated)  # (n_layers, n_heads)
-    losses = torch.cat(losses)
+    induction = torch.stack(scores).sum(0) / len(repeated)  # (n_layers, n_heads), on the selection rows
     ranked = [divmod(int(i), cfg.n_heads) for i in induction.flatten().argsort(descending=True)]
 
-    def second_copy_loss(heads) -> float:
-        with mh.ablated(decoder, heads):
-            return lm.next_token_losses(decoder, repeated)[:, args.length :].mean().item()
+    shifted, second_start = mh.shifted_repeats(
+        args.length,
+        vocabulary=vocabulary,
+        bos_id=cfg.bos_token_id,
+        seeds=range(1000, 1000 + args.test_rows),
+        max_shift=args.max_shift,
+    )
+    seq = shifted.shape[1]
+    second_copy = torch.arange(seq)[None, :] >= second_start[:, None]
+    back = args.length - 1
+    content, offset = [], []
+    with torch.no_grad():
+        for rows, mask in zip(shifted.split(4), second_copy.split(4)):
+            out = decoder(rows, output_attentions=True)
+            content.append(torch.stack([mh.token_induction_score(a, rows, mask) for a in out.attentions]) * mask.sum())
+            queries = torch.arange(back, seq)
+            keep = mask[:, None, back:]
+            offset.append(torch.stack([(a[..., queries, queries - back] * keep).sum((0, 2)) for a in out.attentions]))
+    content_map = torch.stack(content).sum(0) / second_copy.sum()
+    offset_map = torch.stack(offset).sum(0) / second_copy.sum()
 
+    def losses(heads=()):
+        with mh.ablated(decoder, list(heads)):
+            copy = lm.next_token_losses(decoder, shifted)
+            news = lm.next_token_losses(decoder, windows).flatten()
+        return torch.stack([row[s : seq - 1].mean() for row, s in zip(copy, second_start.tolist())]), news
+
+    intact_copy, intact_news = losses()
     rows = []
     for k in (5, 10):
         top = ranked[:k]
-        others = [
-            (layer, head) for layer in range(cfg.n_layers) for head in range(cfg.n_heads) if (layer, head) not in top
-        ]
-        draws = torch.Generator().manual_seed(0)
-        random_losses = torch.tensor(
-            [
-                second_copy_loss([others[i] for i in torch.randperm(len(others), generator=draws)[:k].tolist()])
-                for _ in range(args.random)
-            ]
-        )
+        copy, news = losses(top)
+        d_copy, d_news = mh.bootstrap_mean(copy - intact_copy), mh.bootstrap_mean(news - intact_news)
+        controls = [losses(heads) for heads in mh.same_layer_heads(top, cfg.n_heads, args.random, seed=0)]
+        c_copy = torch.tensor([(c - intact_copy).mean().item() for c, _ in controls])
+        c_news = torch.tensor([(n - intact_news).mean().item() for _, n in controls])
         rows.append(
             {
                 "k": k,
                 "top_heads": " ".join(f"{layer}.{head}" for layer, head in top),
                 "top_scores": " ".join(f"{induction[h]:.2f}" for h in top),
-                "first_copy": losses[:, : args.length].mean().item(),
-                "second_copy": losses[:, args.length :].mean().item(),
-                "top_ablated": second_copy_loss(top),
-                "random_mean": random_losses.mean().item(),
-                "random_min": random_losses.min().item(),
-                "random_max": random_losses.max().item(),
+                "content_scores": " ".join(f"{content_map[h]:.2f}" for h in top),
+                "offset_scores": " ".join(f"{offset_map[h]:.3f}" for h in top),
+                "second_copy": intact_copy.mean().item(),
+                "top_copy_delta": d_copy[0],
+                "top_copy_ci": f"[{d_copy[1]:+.2f}, {d_copy[2]:+.2f}]",
+                "same_layer_copy_mean": c_copy.mean().item(),
+                "same_layer_copy_range": f"[{c_copy.min():+.2f}, {c_copy.max():+.2f}]",
+                "news_loss": intact_news.mean().item(),
+                "top_news_delta": d_news[0],
+                "top_news_ci": f"[{d_news[1]:+.3f}, {d_news[2]:+.3f}]",
+                "same_layer_news_range": f"[{c_news.min():+.3f}, {c_news.max():+.3f}]",
                 "n_heads_0.5": int((induction >= 0.5).sum()),
             }
         )
-    print(f"SmolLM2 induction: {args.rows} sequences, len(r) = {args.length}, {args.random} random draws per k\n")
+    print(
+        f"SmolLM2 induction: heads chosen on {args.rows} sequences (len(r) = {args.length}), tested on "
+        f"{args.test_rows} others with copies 1-{args.max_shift} tokens apart; {args.random} same-layer draws per k\n"
+    )
     return rows
 
 
@@ -188,7 +221,9 @@ def main() -> None:
     parser.add_argument("--window", type=int, default=128, help="tokens per window")
     parser.add_argument("--rows", type=int, default=8, help="repeated random sequences for SmolLM2's induction")
     parser.add_argument("--length", type=int, default=100, help="len(r) of [BOS] + r + r")
-    parser.add_argument("--random", type=int, default=20, help="random draws of k heads")
+    parser.add_argument("--test-rows", type=int, default=32, help="held-out sequences with shifted copies")
+    parser.add_argument("--max-shift", type=int, default=50, help="longest gap between the two copies")
+    parser.add_argument("--random", type=int, default=20, help="random draws of k heads from the same layers")
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (on a busy machine use 1)")
     parser.add_argument("--quick", action="store_true", help="a small run to check the script (not for figures)")
     args = parser.parse_args()
@@ -196,7 +231,7 @@ def main() -> None:
         torch.set_num_threads(args.threads)
     if args.quick:
         args.snippets, args.n_fit, args.n_eval, args.windows, args.window = 16, 64, 32, 1, 32
-        args.rows, args.length, args.random = 2, 20, 2
+        args.rows, args.length, args.random, args.test_rows, args.max_shift = 2, 20, 2, 2, 5
     suffix = "_quick" if args.quick else ""
     start = time.perf_counter()
     minilm = minilm_rows(args)
@@ -207,9 +242,9 @@ def main() -> None:
             row.setdefault(column, "")
     report(f"layers_minilm{suffix}", columns, minilm)
     decoder, tokenizer = llama.load_decoder()
-    smol = smollm2_rows(args, decoder, tokenizer)
+    smol, windows = smollm2_rows(args, decoder, tokenizer)
     report(f"layers_smollm2{suffix}", list(smol[0]), smol)
-    induction = induction_rows(args, decoder, tokenizer)
+    induction = induction_rows(args, decoder, tokenizer, windows)
     report(f"layers_induction{suffix}", list(induction[0]), induction)
     print(
         f"\nall parts: {time.perf_counter() - start:.0f} s; uniform guess over the vocabulary: "

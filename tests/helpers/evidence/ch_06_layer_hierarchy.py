@@ -1,0 +1,150 @@
+"""Chapter 6's evidence check: what its summary, misconceptions box and quiz say, against what it measured.
+
+Reads the restating parts (every markdown cell from the first that holds the misconceptions box, the summary or the
+quiz to the end: the box, the summary, the
+closing note and the quiz) with each ``{glue:text}`` role replaced by its glued value, and the glued numbers. It never
+calls ``manyheads.analysis.claims``: each word is checked against the numbers it must follow from.
+
+* a seed said to read a previous-token / duplicate-token head must have a layer-0 head at or above the threshold (0.5)
+  on that score (the table), and the input it reads through (keys / queries) must be the one whose removal hurt most;
+* "sudden" / "suddenly" for a seed needs one tenth of its run to hold at least half of the rise of its induction score,
+  "gradual" / "gradually" less; an unqualified "sudden phase change" needs every seed sudden;
+* "local bottom layers" needs SmolLM2's most local layer (lowest mean distance) in the bottom third of its layers, and
+  the generated "in the bottom third" / "above the bottom third" must say where it is;
+* sink-dominated layers said to "still matter when removed" cannot be mostly ones that cost < 0.1 nats; the share word
+  for those that cost little must fit the count;
+* the SmolLM2 ablation: "raises" needs its interval above 0, "does not measurably change" an interval across 0, for the
+  held-out copies and for news text; "far below" needs every same-layer control below the chosen heads' interval;
+  "all of them find the target by its content" needs every chosen head's content score far above its fixed-offset one.
+"""
+
+from __future__ import annotations
+
+import re
+
+THRESHOLD = 0.5
+SHARE = {"all": (1.0, 1.0), "none": (0.0, 0.0), "nearly all": (0.9, 1.0), "most": (0.5, 1.0), "a minority": (0.0, 0.5)}
+
+
+def _render(text: str, glued: dict) -> str:
+    def value(match: re.Match) -> str:
+        name, _, fmt = match.group(1).partition(":")
+        v = glued.get(name, f"<{name}?>")
+        if fmt and isinstance(v, float):
+            try:
+                return format(v, fmt)
+            except ValueError:
+                return str(v)
+        if isinstance(v, float) and v.is_integer():
+            return str(int(v))
+        return str(v)
+
+    return re.sub(r"\{glue:text\}`([^`]+)`", value, text)
+
+
+def restating_text(nb, glued: dict) -> str:
+    """The box, summary, closing note and quiz of the chapter, glue values filled in, as one string."""
+    cells = [c.source for c in nb.cells if c.cell_type == "markdown"]
+    marks = ("Common misconceptions", "## Summary", "## Check yourself")
+    start = next((i for i, s in enumerate(cells) if any(m in s for m in marks)), len(cells))
+    return " ".join(_render(s, glued) for s in cells[start:])
+
+
+def _num(glued: dict, name: str) -> float | None:
+    v = glued.get(name)
+    return v if isinstance(v, float) else None
+
+
+def check(glued: dict, nb) -> list[str]:
+    text = " ".join(restating_text(nb, glued).split())
+    problems: list[str] = []
+    seeds = sorted({int(m) for m in re.findall(r"toy(\d+)_ind\b", " ".join(glued))})
+
+    for seed in seeds:
+        for clause in re.findall(rf"in seed {seed}\b[^;.)]*", text):
+            if "neither" in clause:
+                continue
+            for kind, name in (("duplicate-token", "max_dup"), ("previous-token", "max_prev")):
+                score = _num(glued, f"toy{seed}_{name}")
+                if f"{kind} head" in clause and (score is None or score < THRESHOLD):
+                    problems.append(f"seed {seed} is said to use a {kind} head; its best {kind} score is {score}")
+            k, q = _num(glued, f"toy{seed}_k_all"), _num(glued, f"toy{seed}_q_all")
+            if k is not None and q is not None:
+                if "its keys" in clause and not k < q:
+                    problems.append(
+                        f"seed {seed} is said to read layer 0 through its keys; keys {k:.2f}, queries {q:.2f}"
+                    )
+                if "its queries" in clause and not q < k:
+                    problems.append(
+                        f"seed {seed} is said to read layer 0 through its queries; keys {k:.2f}, queries {q:.2f}"
+                    )
+            share = _num(glued, f"toy{seed}_jump_share")
+            if share is not None:
+                if re.search(r"\bsudden(ly)?\b", clause) and share < 0.5:
+                    problems.append(f"seed {seed} is called sudden; a tenth of its run holds {share:.0%} of the rise")
+                if re.search(r"\bgradual(ly)?\b", clause) and share >= 0.5:
+                    problems.append(f"seed {seed} is called gradual; a tenth of its run holds {share:.0%} of the rise")
+    shares = [_num(glued, f"toy{s}_jump_share") for s in seeds]
+    if re.search(r"sudden phase change", text) and any(s is not None and s < 0.5 for s in shares):
+        problems.append("an unqualified 'sudden phase change' while a seed learns gradually")
+
+    local, n_layers = _num(glued, "dec_distance_argmin"), _num(glued, "dec_layers")
+    bottom = re.search(
+        r"local (bottom|lower|early) layers|(bottom|lower|early) layers (are|look) (the most )?local", text
+    )
+    if bottom and local is not None and n_layers and local >= n_layers / 3:
+        problems.append(
+            f"the text calls the bottom layers local; the most local layer is {local:.0f} of {n_layers:.0f}"
+        )
+    where = glued.get("dec_local_where")
+    if isinstance(where, str) and where in text and local is not None and n_layers:
+        if where.startswith("in the bottom") != (local < n_layers / 3):
+            problems.append(f"the most local layer ({local:.0f} of {n_layers:.0f}) is said to be {where}")
+
+    small = _num(glued, "dec_small_layers")
+    if "still matter when removed" in text and small is not None and n_layers and small / n_layers > 0.5:
+        problems.append(
+            f"sink layers 'still matter when removed' while {small:.0f} of {n_layers:.0f} layers cost < 0.1"
+        )
+    cheap, sinky = _num(glued, "n_sink_layers_cheap"), _num(glued, "n_sink_layers")
+    match = re.search(r"mostly to the BOS token, (all|none|nearly all|most|a minority|about half) cost less", text)
+    if match and cheap is not None and sinky:
+        low, high = SHARE.get(match.group(1), (0.0, 1.0))
+        share = cheap / sinky
+        if not (low <= share <= high) or (match.group(1) in ("most", "a minority") and share == 0.5):
+            problems.append(
+                f"'{match.group(1)}' of the sink-dominated layers cost little, but it is {cheap:.0f} of {sinky:.0f}"
+            )
+
+    for word_name, lo_name, hi_name, what in (
+        ("top_copy_word", "top_copy_low", "top_copy_high", "held-out second-copy loss"),
+        ("top_news_word", "top_news_low", "top_news_high", "news-text loss"),
+    ):
+        word, lo, hi = glued.get(word_name), _num(glued, lo_name), _num(glued, hi_name)
+        if not isinstance(word, str) or lo is None or hi is None or word not in text:
+            continue
+        if word == "raises" and not lo > 0:
+            problems.append(f"the ablation 'raises' the {what}; its interval is [{lo:+.3f}, {hi:+.3f}]")
+        if word == "lowers" and not hi < 0:
+            problems.append(f"the ablation 'lowers' the {what}; its interval is [{lo:+.3f}, {hi:+.3f}]")
+        if word.startswith("does not") and (lo > 0 or hi < 0):
+            problems.append(
+                f"the ablation 'does not measurably change' the {what}; its interval is [{lo:+.3f}, {hi:+.3f}]"
+            )
+    rmax, tlo = _num(glued, "random_copy_max"), _num(glued, "top_copy_low")
+    if (
+        "far below the chosen heads" in " ".join(str(v) for v in glued.values())
+        and rmax is not None
+        and tlo is not None
+    ):
+        if not rmax < tlo:
+            problems.append(
+                f"same-layer controls said to be far below; the largest is {rmax:+.2f}, the interval starts {tlo:+.2f}"
+            )
+    cmin, omax = _num(glued, "content_min"), _num(glued, "offset_max")
+    if "all of them find the target by its content" in text and cmin is not None and omax is not None:
+        if not cmin > 10 * omax:
+            problems.append(
+                f"every chosen head is said to match content; content {cmin:.2f} vs fixed offset {omax:.3f}"
+            )
+    return problems
