@@ -125,6 +125,17 @@ def test_a_planted_contradiction_is_caught(changes, texts, caught):
     assert problems and any(caught in p for p in problems), problems
 
 
+def test_the_bodys_per_seed_statements_follow_the_scores():
+    body = (
+        "Seed 1 has the textbook circuit. - **Seed 0 (no previous-token head).** None of its layer-0 heads is a "
+        "previous-token or a duplicate-token head by the scores above."
+    )
+    assert run((body, BOX, SUMMARY)) == []
+    assert any("textbook" in p for p in run((body,), toy1_max_prev=0.2))
+    assert any("no previous-token head" in p for p in run((body,), toy0_max_prev=0.7))
+    assert any("no duplicate-token head" in p for p in run((body,), toy0_max_dup=0.6))
+
+
 def test_local_bottom_layers_pass_when_the_most_local_layer_is_a_bottom_one():
     assert run(("## Summary\n\n- SmolLM2's local bottom layers",), dec_distance_argmin=1.0) == []
 

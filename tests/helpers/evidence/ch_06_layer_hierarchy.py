@@ -13,6 +13,8 @@ calls ``manyheads.analysis.claims``: each word is checked against the numbers it
   the generated "in the bottom third" / "above the bottom third" must say where it is;
 * sink-dominated layers said to "still matter when removed" cannot be mostly ones that cost < 0.1 nats; the share word
   for those that cost little must fit the count;
+* in the body, "Seed 1 has the textbook circuit" needs a previous-token head read through the keys, and "Seed 0 (no
+  previous-token head)" needs none at the threshold (nor a duplicate-token head, where the body says so);
 * the SmolLM2 ablation: "raises" needs its interval above 0, "does not measurably change" an interval across 0, for the
   held-out copies and for news text; "far below" needs every same-layer control below the chosen heads' interval;
   "all of them find the target by its content" needs every chosen head's content score far above its fixed-offset one.
@@ -55,9 +57,34 @@ def _num(glued: dict, name: str) -> float | None:
     return v if isinstance(v, float) else None
 
 
+def body_text(nb, glued: dict) -> str:
+    """Every markdown cell of the chapter, glue values filled in."""
+    return " ".join(" ".join(_render(c.source, glued) for c in nb.cells if c.cell_type == "markdown").split())
+
+
+def _body_problems(glued: dict, nb) -> list[str]:
+    """The body's per-seed statements about the toy circuits (section "Which earlier head")."""
+    body, problems = body_text(nb, glued), []
+    for seed in (0, 1):
+        prev, dup = _num(glued, f"toy{seed}_max_prev"), _num(glued, f"toy{seed}_max_dup")
+        k, q = _num(glued, f"toy{seed}_k_all"), _num(glued, f"toy{seed}_q_all")
+        if f"Seed {seed} has the textbook circuit" in body or f"Seed {seed} (K-composition)" in body:
+            if prev is None or prev < THRESHOLD or k is None or q is None or not k < q:
+                problems.append(
+                    f"the body gives seed {seed} the textbook circuit; previous {prev}, keys {k}, queries {q}"
+                )
+        if f"Seed {seed} (no previous-token head)" in body or f"Seed {seed} also has strong" in body:
+            if f"Seed {seed} (no previous-token head)" in body and (prev is None or prev >= THRESHOLD):
+                problems.append(f"the body says seed {seed} has no previous-token head; its best score is {prev}")
+            if "None of its layer-0 heads is a previous-token or a duplicate-token head" in body:
+                if dup is not None and dup >= THRESHOLD:
+                    problems.append(f"the body says seed {seed} has no duplicate-token head; its best score is {dup}")
+    return problems
+
+
 def check(glued: dict, nb) -> list[str]:
     text = " ".join(restating_text(nb, glued).split())
-    problems: list[str] = []
+    problems: list[str] = _body_problems(glued, nb)
     seeds = sorted({int(m) for m in re.findall(r"toy(\d+)_ind\b", " ".join(glued))})
 
     for seed in seeds:
