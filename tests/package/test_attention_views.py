@@ -61,6 +61,21 @@ def test_static_head_view_draws_lines_for_each_head():
     assert [t.get_text() for t in ax.texts[:2]] == ["[CLS]", "[CLS]"]
 
 
+def test_static_head_view_lines_stay_solid_under_the_course_style():
+    """The course style cycles line styles after eight colours; the head view's many lines came out dashed."""
+    import matplotlib
+    import matplotlib.pyplot as plt
+
+    from manyheads.viz import style
+
+    matplotlib.use("Agg")
+    with matplotlib.rc_context():
+        style.use_course_style()
+        ax = attention_views.static_head_view(_attention()[0], TOKENS, heads=[0, 2], min_weight=0.0)
+        assert len(ax.lines) > 8 and {line.get_linestyle() for line in ax.lines} == {"-"}
+        plt.close(ax.figure)
+
+
 @pytest.mark.slow
 def test_head_view_draws_offline_in_chromium(tmp_path):
     if not (ROOT / "_vendor").is_dir():

@@ -95,6 +95,7 @@ def static_head_view(
                         color=colors[k % len(colors)],
                         alpha=float(min(1.0, w[h, i, j])) * (0.4 + 0.6 * share),
                         lw=1.6,
+                        ls="-",  # solid: the course style's cycle would dash every ninth line
                     )
     for i, t in enumerate(tokens):
         ax.text(0.08, y[i], t, ha="right", va="center", fontsize="medium")
