@@ -1,0 +1,70 @@
+"""Chapter 4's evidence check (tests/helpers/evidence/ch_04_specialization.py) on planted values: each contradiction
+must be reported, and a consistent chapter must pass."""
+
+from __future__ import annotations
+
+import nbformat
+import pytest
+from helpers.evidence import ch_04_specialization as ch4
+
+GOOD = {
+    "n_layers": 6.0,
+    "n_cls_heads": 23.0,
+    "n_sep_heads": 0.0,
+    "cls_max_value": 0.56,
+    "even_share": 0.043,
+    "head_det": "4-2",
+    "head_dobj": "3-1",
+    "n_beat": 7.0,
+    "n_heldout_beat": 3.0,
+    "n_relations": 7.0,
+    "heldout_min": 69.6,
+    "layer_others_max": 27.3,
+    "coref_acc": 99.2,
+    "coref_nearest": 54.2,
+    "coref_hand_low": 75.7,
+    "coref_hand_same_head": 100.0,
+    "coref_hand_high": 100.0,
+    "toy_min_acc": 1.0,
+    "toy_min_share": 0.96,
+    "toy_untrained_max": 0.18,
+    "toy_n_assignments": 3.0,
+}
+BODY = "## Emergence\nEach head puts at least {glue:text}`toy_min_share:.2f` on one offset."
+SUMMARY = "## Summary\n- Roles emerge: at least {glue:text}`toy_min_share:.2f`.\n\n**Exercises.** Next."
+
+
+def _nb(*sources: str):
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell(s) for s in sources]
+    return nb
+
+
+def test_a_consistent_chapter_passes():
+    assert ch4.check(GOOD, _nb(BODY, SUMMARY)) == []
+
+
+@pytest.mark.parametrize(
+    ("change", "found"),
+    [
+        ({"toy_min_share": 0.6}, "almost all its attention"),
+        ({"toy_untrained_max": 0.7}, "almost all its attention"),
+        ({"toy_n_assignments": 1.0}, "depend on the seed"),
+        ({"head_det": "6-2"}, "middle layers"),
+        ({"n_heldout_beat": 8.0}, "more relations beat"),
+        ({"layer_others_max": 80.0}, "other heads of their layer"),
+        ({"coref_nearest": 99.9}, "nearest mention"),
+        ({"n_sep_heads": 30.0}, "[CLS] over [SEP]"),
+        ({"toy_min_acc": 0.8}, "solves the task"),
+    ],
+)
+def test_a_claim_its_numbers_do_not_support_is_caught(change, found):
+    problems = ch4.check({**GOOD, **change}, _nb(BODY, SUMMARY))
+    assert any(found in p for p in problems), problems
+
+
+def test_a_summary_quoting_a_value_the_body_never_shows_is_caught():
+    summary = SUMMARY.replace("Roles emerge", "Roles emerge ({glue:text}`toy_untrained_max:.2f` untrained)")
+    assert ch4.check(GOOD, _nb(BODY, summary)) == [
+        "the summary, box or quiz quotes toy_untrained_max, which the body never shows"
+    ]
