@@ -122,3 +122,74 @@ def test_layer_ablation_losses_needs_the_course_decoder():
 
     with pytest.raises(TypeError, match="LlamaDecoder"):
         lm.layer_ablation_losses(torch.nn.Linear(2, 2), torch.zeros(1, 3, dtype=torch.long))
+
+
+def test_induction_runs_returns_the_runs_started_in_the_background():
+    jobs = [{**SMALL, "seed": 4, "probes": probe_batches(TASK, per_half=2)}]
+    mh.train_in_background(jobs, processes=1)
+    (run,) = mh.induction_runs(jobs)
+    here = train_induction_model(**jobs[0], progress=False)
+    assert run.train_loss == here.train_loss
+
+
+# -- the chapter's code: no visible cell uses a name that only a hidden cell defines (issue 24) ----------------------
+
+
+def _names(source: str) -> tuple[set[str], set[str]]:
+    """(names a cell defines, names it reads) from its code (IPython magics dropped)."""
+    import ast
+
+    tree = ast.parse("\n".join(line for line in source.splitlines() if not line.lstrip().startswith(("%", "!"))))
+    defined, used = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            (defined if isinstance(node.ctx, ast.Store | ast.Del) else used).add(node.id)
+        elif isinstance(node, ast.FunctionDef | ast.ClassDef):
+            defined.add(node.name)
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            defined.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, ast.arg):
+            defined.add(node.arg)
+    return defined, used
+
+
+def hidden_names_used_visibly(nb) -> list[str]:
+    """'cell N uses X' for each name a visible code cell reads whose latest definition so far is in a hidden cell:
+    defined only there, or redefined there after a visible cell defined it."""
+    hidden_tags = {"remove-cell", "remove-input"}
+    last_definer: dict[str, bool] = {}  # name → whether the latest cell that defined it is hidden
+    problems = []
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        defined, used = _names(cell.source)
+        hidden = bool(hidden_tags & set(cell.metadata.get("tags", [])))
+        if not hidden:
+            problems += [f"cell {index} uses {name}" for name in sorted(used - defined) if last_definer.get(name)]
+        last_definer.update(dict.fromkeys(defined, hidden))
+    return problems
+
+
+def test_a_planted_hidden_definition_used_visibly_is_found():
+    import nbformat
+
+    nb = nbformat.v4.new_notebook(
+        cells=[
+            nbformat.v4.new_code_cell("top_heads = [1]", metadata={"tags": ["remove-cell"]}),
+            nbformat.v4.new_code_cell("print(top_heads)"),
+            nbformat.v4.new_code_cell("x = 1\nprint(x)"),
+            nbformat.v4.new_code_cell("prev_heads = [0]"),
+            nbformat.v4.new_code_cell("prev_heads = [2]", metadata={"tags": ["remove-cell"]}),
+            nbformat.v4.new_code_cell("print(prev_heads, x)"),
+        ]
+    )
+    assert hidden_names_used_visibly(nb) == ["cell 1 uses top_heads", "cell 5 uses prev_heads"]
+
+
+def test_chapter_6s_visible_code_uses_no_name_defined_only_in_a_hidden_cell():
+    import nbformat
+
+    from manyheads.course.layout import REPO
+
+    nb = nbformat.read(REPO.chapters_dir / "06_layer_hierarchy.ipynb", as_version=4)
+    assert hidden_names_used_visibly(nb) == []
