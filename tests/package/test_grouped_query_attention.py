@@ -179,6 +179,67 @@ def test_decoding_speed_measures_the_bytes_the_formula_gives():
         mh.decoding_speed(decoder, [0])
 
 
+def test_decoding_step_bytes_counts_every_weight_once_and_the_cache_per_pass():
+    step = mh.decoding_step_bytes(1000, n_layers=2, n_kv_heads=3, d_head=8, context=10, bytes_per_element=2)
+    assert step.weights == 2000 and step.cache == 2 * 2 * 3 * 8 * 10 * 2 and step.total == step.weights + step.cache
+    copied = mh.decoding_step_bytes(1000, 2, 3, 8, 10, bytes_per_element=2, cache_passes=3)
+    assert copied.cache == 3 * step.cache and copied.weights == step.weights
+    # SmolLM2 at 2,048 tokens, 16-bit (facts.md §19: 69,120 and 7,680 bytes per token for 9 and 1 K/V heads): the
+    # byte model predicts about 1.44x for 1 K/V head against 9, as the reader computed.
+    n = 134_515_008
+    nine, one = (mh.decoding_step_bytes(n, 30, g, 64, 2048) for g in (9, 1))
+    assert nine.cache == 69_120 * 2048 and one.cache == 7_680 * 2048
+    assert nine.total / one.total == pytest.approx(1.44, abs=0.005)
+    with pytest.raises(ValueError, match="cache_passes"):
+        mh.decoding_step_bytes(n, 30, 1, 64, 8, cache_passes=0)
+
+
+def test_compare_decoding_takes_turns_round_by_round_from_one_cache_per_model():
+    decoder = _tiny_decoder(n_heads=6, n_kv_heads=2)
+    models = [mh.repeat_kv_heads(decoder, 6), decoder, mh.group_kv_heads(decoder, 1)]
+    records = mh.compare_decoding(models, [5, 9], steps=2, rounds=3, warmup=1)
+    assert [(r.context, r.round, r.n_kv_heads) for r in records] == [
+        (n, r, g) for n in (5, 9) for r in range(3) for g in (6, 2, 1)
+    ]
+    for r in records:
+        assert len(r.seconds) == 2 and r.seconds_per_token == pytest.approx(
+            sorted(r.seconds)[0] / 2 + sorted(r.seconds)[1] / 2
+        )
+        assert r.cache_bytes == r.formula_bytes == kv_cache_bytes(2, r.n_kv_heads, 8, r.context + 3, 1, 4)
+    with pytest.raises(ValueError, match="rounds"):
+        mh.compare_decoding(models, [5], rounds=0)
+
+
+def _record(n_kv, context, round_, tokens_per_s):
+    return mh.DecodeRecord(n_kv, context, 1, 0, 0, 1 / tokens_per_s, "cpu", 1, (1 / tokens_per_s,), round_)
+
+
+def test_decoding_comparison_pairs_rounds_and_says_when_the_spread_swamps_the_difference():
+    # Two K/V heads always 2 tokens/s ahead of the reference in the same round, while the rounds themselves vary a
+    # lot (a busy machine): the paired difference is exact, the speeds' own intervals are wide.
+    busy = [10.0, 4.0, 7.0, 12.0, 5.0]
+    records = [_record(9, 64, i, s) for i, s in enumerate(busy)] + [
+        _record(2, 64, i, s + 2) for i, s in enumerate(busy)
+    ]
+    (nine, two) = mh.decoding_comparison(records, reference=9)  # by context, then most K/V heads first
+    assert (two.n_kv_heads, nine.n_kv_heads) == (2, 9) and two.rounds == 5
+    assert two.difference == pytest.approx((2.0, 2.0, 2.0))
+    assert two.tokens_per_s[0] == pytest.approx(9.6) and two.tokens_per_s[2] - two.tokens_per_s[1] > 3
+    assert mh.compare_words(*two.difference, better="faster", worse="slower", neutral="inconclusive here") == "faster"
+    assert two.ratio == pytest.approx(9.6 / 7.6)
+    # Unpaired noise of the same size: the difference's interval contains 0, and the word says so.
+    noisy = [_record(9, 64, i, s) for i, s in enumerate(busy)] + [
+        _record(2, 64, i, s) for i, s in enumerate([5.0, 12.0, 4.0, 7.0, 10.0])
+    ]
+    two = next(c for c in mh.decoding_comparison(noisy, reference=9) if c.n_kv_heads == 2)
+    assert two.difference[1] < 0 < two.difference[2]
+    assert mh.compare_words(*two.difference, better="faster", worse="slower", neutral="inconclusive here") == (
+        "inconclusive here"
+    )
+    with pytest.raises(ValueError, match="no records with 3 K/V heads"):
+        mh.decoding_comparison(records, reference=3)
+
+
 def test_published_models_give_the_fact_sheets_cache_sizes():
     by_name = {m.name: m for m in PUBLISHED_MODELS}
     # facts.md §19, batch 1, 16-bit: bytes per token.
@@ -241,3 +302,40 @@ def test_uptrain_converts_then_trains_and_reports_the_recovered_share():
     assert run.recovered(0) == pytest.approx((run.converted[0] - run.after[0][0]) / lost)
     assert run.recovered(1) == pytest.approx((run.converted[0] - run.after[1][0]) / lost)
     assert run.after[1][0] < run.converted[0]  # thirty steps of training lower the converted model's loss
+
+
+def test_uptrain_trains_a_from_scratch_control_with_the_same_recipe_and_steps():
+    from manyheads.data import TwoRelationTask
+    from manyheads.models import TinyAttentionModel
+    from manyheads.training import TrainConfig, train
+
+    toy = TwoRelationTask(vocab_size=8, seq_len=8, offsets=(1, 2))
+    pretrained = train(
+        lambda: TinyAttentionModel.for_task(toy, 16, 4),
+        toy,
+        TrainConfig(steps=60, seed=0),
+        device="cpu",
+        progress=False,
+    ).model
+    built = []
+
+    def fresh():
+        model = TinyAttentionModel.for_task(toy, 16, 4)
+        model.attention = MultiHeadAttention(16, 4, n_kv_heads=1)
+        built.append(model)
+        return model
+
+    config = TrainConfig(seed=1, eval_every=10)
+    run = mh.uptrain(pretrained, toy, 1, steps=(10, 30), config=config, scratch=fresh)
+    assert len(built) == 1 and built[0].attention.n_kv_heads == 1
+    assert len(run.scratch) == 2 and len(run.scratch_curve_accuracy) == len(run.curve_steps) == 4
+    # The control is exactly an independent from-scratch run of the same length and seed, scored on the same data.
+    held_out = toy.sample(1024, torch.Generator().manual_seed(99))
+    alone = train(fresh, toy, TrainConfig(steps=30, seed=1, eval_every=10), device="cpu", progress=False).model
+    from manyheads.analysis.kv_cache import _held_out
+
+    assert run.scratch[1] == pytest.approx(_held_out(alone, *held_out))
+    assert run.first_step_at(0.0) == 0 and run.first_step_at(2.0) is None
+    # Without a control there is nothing to compare with.
+    bare = mh.uptrain(pretrained, toy, 1, steps=(10,), config=config)
+    assert bare.scratch == () and bare.scratch_curve_accuracy == []

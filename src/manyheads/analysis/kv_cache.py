@@ -1,16 +1,24 @@
 """Chapter 7's measurements: the decoder's KV cache (bytes, tokens per second) and what K/V-head conversion costs.
 
 Generating one token with a cache reads every weight once and every cached key and value once; the arithmetic per
-weight read is small, so a decoding step is bound by memory traffic, and the cache's share of that traffic grows
-with the context. :func:`decoding_speed` times single-token steps of a
+weight read is small, so on hardware whose memory is the bottleneck a decoding step takes a time set by the bytes
+it moves. :func:`decoding_step_bytes` computes those bytes (weights + cache), which is what can be trusted on any
+machine; the speed-up they predict (:attr:`StepBytes.total` of one model over another's) is a *prediction*.
+
+Timings are measured, with their spread: :func:`decoding_speed` times single-token steps of a
 :class:`~manyheads.models.llama.LlamaDecoder` after a context of ``n`` tokens and measures the cache those steps
 leave (:func:`~manyheads.models.llama.kv_cache_nbytes`) beside the formula
-(:func:`~manyheads.costs.kv_cache_bytes`).
+(:func:`~manyheads.costs.kv_cache_bytes`); :func:`compare_decoding` times several models in turn, round after
+round, so that a busy machine slows them alike, and :func:`decoding_comparison` gives each model's tokens per
+second with a bootstrap interval over the rounds and its paired difference from a reference model. Where that
+interval contains 0 the machine could not tell the two apart (``manyheads.analysis.claims.compare_words`` turns
+it into "inconclusive here").
 
 What converting a model's K/V heads (:mod:`manyheads.models.kv_heads`) costs, and what training gives back:
 :func:`conversion_scores` scores a converted MiniLM on chapter 5's tasks (:mod:`manyheads.analysis.pruning`) and
 by the cosine of its embeddings to the unconverted model's; :func:`uptrain` converts a toy model and trains it
-on, recording held-out loss and accuracy (Ainslie et al.'s uptraining, at toy scale).
+on, recording held-out loss and accuracy (Ainslie et al.'s uptraining, at toy scale), beside a control: the same
+architecture trained from scratch for the same steps with the same recipe (``scratch=``).
 
 The context is a cache of the right shape filled with random numbers, not the keys and values of a real text: a
 step does the same work whatever the numbers are, and filling a cache of thousands of tokens by running the model
@@ -21,9 +29,10 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import math
 import statistics
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -36,7 +45,19 @@ from manyheads.models.kv_heads import group_kv_heads
 from manyheads.models.llama import kv_cache_nbytes
 from manyheads.training import TrainConfig, readout_accuracy, train
 
-__all__ = ["DecodeRecord", "decoding_speed", "decoding_table", "conversion_scores", "UptrainRun", "uptrain"]
+__all__ = [
+    "DecodeRecord",
+    "decoding_speed",
+    "decoding_table",
+    "StepBytes",
+    "decoding_step_bytes",
+    "compare_decoding",
+    "DecodeComparison",
+    "decoding_comparison",
+    "conversion_scores",
+    "UptrainRun",
+    "uptrain",
+]
 
 
 @dataclass(frozen=True)
@@ -45,7 +66,8 @@ class DecodeRecord:
 
     context: cached tokens before the timed steps; steps: tokens generated and timed, one at a time.
     cache_bytes: the cache after the steps, measured; formula_bytes: :func:`~manyheads.costs.kv_cache_bytes` for the
-    same length and element size. seconds_per_token: the median time of one step.
+    same length and element size. seconds_per_token: the median time of one step; seconds: every timed step, in
+    order. round: which round of :func:`compare_decoding` (0 for :func:`decoding_speed`).
     """
 
     n_kv_heads: int
@@ -56,6 +78,8 @@ class DecodeRecord:
     seconds_per_token: float
     device: str
     threads: int
+    seconds: tuple[float, ...] = ()
+    round: int = 0
 
     @property
     def tokens_per_s(self) -> float:
@@ -65,6 +89,73 @@ class DecodeRecord:
 def _sync(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize(device)
+
+
+def _check_contexts(contexts) -> None:
+    if not contexts or any(isinstance(n, bool) or not isinstance(n, int) or n < 1 for n in contexts):
+        raise ValueError(f"contexts must be a non-empty list of positive ints (cached tokens), got {contexts!r}")
+
+
+def _kv_shape(model: nn.Module) -> tuple[int, int, int]:
+    """(n_layers, n_kv_heads, d_head) of a decoder whose layers all share them."""
+    layers = [layer.attention for layer in model.layers]
+    if len({(layer.n_kv_heads, layer.d_head) for layer in layers}) != 1:
+        raise ValueError("decoding_speed needs every layer to have the same n_kv_heads and d_head")
+    return len(layers), layers[0].n_kv_heads, layers[0].d_head
+
+
+def _random_cache(model: nn.Module, n: int, generator: torch.Generator) -> tuple:
+    """A cache of n random positions per layer, (1, n_kv_heads, n, d_head) each, on the model's device and dtype."""
+    parameter = next(model.parameters())
+    n_layers, n_kv_heads, d_head = _kv_shape(model)
+    return tuple(
+        tuple(
+            torch.randn(1, n_kv_heads, n, d_head, generator=generator).to(parameter.device, parameter.dtype)
+            for _ in range(2)
+        )
+        for _ in range(n_layers)
+    )
+
+
+@torch.no_grad()
+def _timed_steps(model: nn.Module, past: tuple, n: int, steps: int, warmup: int, round_: int = 0) -> DecodeRecord:
+    """``warmup`` untimed then ``steps`` timed single-token steps after the n-position cache ``past`` (not changed:
+    each step makes a new, longer cache)."""
+    config = model.config
+    parameter = next(model.parameters())
+    device = parameter.device
+    n_layers, n_kv_heads, d_head = _kv_shape(model)
+    token = torch.full((1, 1), config.bos_token_id or 0, dtype=torch.long, device=device)
+    times = []
+    for step in range(warmup + steps):
+        position = torch.full((1, 1), n + step, dtype=torch.long, device=device)
+        _sync(device)
+        start = time.perf_counter()
+        out = model(token, position_ids=position, past_key_values=past, use_cache=True)
+        token = out.logits[:, -1:].argmax(-1)
+        _sync(device)
+        if step >= warmup:
+            times.append(time.perf_counter() - start)
+        past = out.past_key_values
+    length = n + warmup + steps
+    return DecodeRecord(
+        n_kv_heads=n_kv_heads,
+        context=n,
+        steps=steps,
+        cache_bytes=kv_cache_nbytes(past),
+        formula_bytes=kv_cache_bytes(n_layers, n_kv_heads, d_head, length, 1, parameter.element_size()),
+        seconds_per_token=statistics.median(times),
+        device=str(device),
+        threads=torch.get_num_threads(),
+        seconds=tuple(times),
+        round=round_,
+    )
+
+
+def _on(model: nn.Module, device) -> nn.Module:
+    if device is not None and torch.device(device) != next(model.parameters()).device:
+        return copy.deepcopy(model).to(device)
+    return model
 
 
 @torch.no_grad()
@@ -84,55 +175,155 @@ def decoding_speed(
     position. Returns one :class:`DecodeRecord` per context length, in order, batch 1.
 
     ``device``: where to time it (default: the model's device); on another device a copy of the model is timed, so
-    the model itself stays where it is.
+    the model itself stays where it is. To compare models on a shared machine use :func:`compare_decoding`.
     """
-    if not contexts or any(isinstance(n, bool) or not isinstance(n, int) or n < 1 for n in contexts):
-        raise ValueError(f"contexts must be a non-empty list of positive ints (cached tokens), got {contexts!r}")
+    _check_contexts(contexts)
     if steps < 1 or warmup < 0:
         raise ValueError(f"need steps >= 1 and warmup >= 0, got steps={steps}, warmup={warmup}")
-    if device is not None and torch.device(device) != next(model.parameters()).device:
-        model = copy.deepcopy(model).to(device)
-    config = model.config
-    parameter = next(model.parameters())
-    device, dtype = parameter.device, parameter.dtype
-    layers = [layer.attention for layer in model.layers]
-    if len({(layer.n_kv_heads, layer.d_head) for layer in layers}) != 1:
-        raise ValueError("decoding_speed needs every layer to have the same n_kv_heads and d_head")
-    n_kv_heads, d_head = layers[0].n_kv_heads, layers[0].d_head
+    model = _on(model, device)
+    _kv_shape(model)
     generator = torch.Generator().manual_seed(seed)
     records = []
     for n in contexts:
-        past = tuple(
-            tuple(torch.randn(1, n_kv_heads, n, d_head, generator=generator).to(device, dtype) for _ in range(2))
-            for _ in layers
-        )
-        token = torch.full((1, 1), config.bos_token_id or 0, dtype=torch.long, device=device)
-        times = []
-        for step in range(warmup + steps):
-            position = torch.full((1, 1), n + step, dtype=torch.long, device=device)
-            _sync(device)
-            start = time.perf_counter()
-            out = model(token, position_ids=position, past_key_values=past, use_cache=True)
-            token = out.logits[:, -1:].argmax(-1)
-            _sync(device)
-            if step >= warmup:
-                times.append(time.perf_counter() - start)
-            past = out.past_key_values
-        length = n + warmup + steps
-        records.append(
-            DecodeRecord(
-                n_kv_heads=n_kv_heads,
-                context=n,
-                steps=steps,
-                cache_bytes=kv_cache_nbytes(past),
-                formula_bytes=kv_cache_bytes(len(layers), n_kv_heads, d_head, length, 1, parameter.element_size()),
-                seconds_per_token=statistics.median(times),
-                device=str(device),
-                threads=torch.get_num_threads(),
+        past = _random_cache(model, n, generator)
+        records.append(_timed_steps(model, past, n, steps, warmup))
+        del past
+    return records
+
+
+@torch.no_grad()
+def compare_decoding(
+    models: Sequence[nn.Module],
+    contexts: Sequence[int],
+    steps: int = 3,
+    rounds: int = 5,
+    warmup: int = 1,
+    seed: int = 0,
+    device: torch.device | str | None = None,
+) -> list[DecodeRecord]:
+    """Time several decoders in turn, ``rounds`` times, after each context length (chapter 7).
+
+    For each n in ``contexts`` every model gets one random cache of n positions (as in :func:`decoding_speed`,
+    seeded), kept for all rounds; in each round the models take ``warmup`` + ``steps`` single-token steps from
+    that same cache, one model after the other. Taking turns means that a neighbour's load slows every model of a
+    round alike, and the rounds give the spread a single timing hides. Returns one :class:`DecodeRecord` per
+    context, round and model (``record.round``), for :func:`decoding_comparison`.
+    """
+    _check_contexts(contexts)
+    if steps < 1 or warmup < 0 or rounds < 1:
+        raise ValueError(f"need steps >= 1, warmup >= 0 and rounds >= 1, got {steps}, {warmup}, {rounds}")
+    models = [_on(model, device) for model in models]
+    if not models:
+        raise ValueError("give at least one model to time")
+    records = []
+    for n in contexts:
+        generator = torch.Generator().manual_seed(seed)
+        caches = [_random_cache(model, n, generator) for model in models]
+        for r in range(rounds):
+            for model, past in zip(models, caches):
+                records.append(_timed_steps(model, past, n, steps, warmup, r))
+        del caches
+    return records
+
+
+def _bootstrap_mean(values: Sequence[float], n_boot: int, seed: int, level: float) -> tuple[float, float, float]:
+    """(mean, low, high): the mean of ``values`` and its percentile bootstrap interval (seeded)."""
+    x = torch.tensor([float(v) for v in values], dtype=torch.float64)
+    if len(x) < 2:
+        raise ValueError("an interval needs at least two rounds")
+    generator = torch.Generator().manual_seed(seed)
+    means = x[torch.randint(len(x), (n_boot, len(x)), generator=generator)].mean(1)
+    tail = (1 - level) / 2
+    low, high = torch.quantile(means, torch.tensor([tail, 1 - tail], dtype=torch.float64)).tolist()
+    return x.mean().item(), low, high
+
+
+@dataclass(frozen=True)
+class DecodeComparison:
+    """One model and context of :func:`decoding_comparison`: tokens per second over the rounds, and the paired
+    difference from the reference model (tokens per second, this model minus the reference), each (mean, low, high)
+    with a bootstrap interval over the rounds."""
+
+    n_kv_heads: int
+    context: int
+    rounds: int
+    tokens_per_s: tuple[float, float, float]
+    difference: tuple[float, float, float]
+    reference: int
+
+    @property
+    def ratio(self) -> float:
+        """Mean tokens per second over the reference's (1.44 = 44 % faster)."""
+        return self.tokens_per_s[0] / (self.tokens_per_s[0] - self.difference[0])
+
+
+def decoding_comparison(
+    records: Sequence[DecodeRecord], reference: int, n_boot: int = 2000, seed: int = 0, level: float = 0.95
+) -> list[DecodeComparison]:
+    """Summarise :func:`compare_decoding`'s records per (K/V heads, context), against the model with ``reference``
+    K/V heads (chapter 7).
+
+    Each round of a model gives one speed, 1 / its median step time. Its mean over the rounds gets a percentile
+    bootstrap interval (rounds resampled, ``n_boot`` times, seeded); so does the paired difference from the
+    reference in the same rounds (resampled together, since a busy round slows both). With few rounds the
+    interval is rough; it still shows when the spread swamps the difference.
+    """
+    speed: dict[tuple[int, int], dict[int, float]] = {}
+    for r in records:
+        speed.setdefault((r.n_kv_heads, r.context), {})[r.round] = r.tokens_per_s
+    out = []
+    for (n_kv, context), by_round in speed.items():
+        ref = speed.get((reference, context))
+        if ref is None:
+            raise ValueError(f"no records with {reference} K/V heads at context {context} to compare with")
+        rounds = sorted(set(by_round) & set(ref))
+        out.append(
+            DecodeComparison(
+                n_kv_heads=n_kv,
+                context=context,
+                rounds=len(rounds),
+                tokens_per_s=_bootstrap_mean([by_round[i] for i in rounds], n_boot, seed, level),
+                difference=_bootstrap_mean([by_round[i] - ref[i] for i in rounds], n_boot, seed, level),
+                reference=reference,
             )
         )
-        del past, out
-    return records
+    return sorted(out, key=lambda c: (c.context, -c.n_kv_heads))
+
+
+@dataclass(frozen=True)
+class StepBytes:
+    """The bytes one decoding step reads: every weight once, and the cache ``cache_passes`` times."""
+
+    weights: int
+    cache: int
+
+    @property
+    def total(self) -> int:
+        return self.weights + self.cache
+
+
+def decoding_step_bytes(
+    n_parameters: int,
+    n_layers: int,
+    n_kv_heads: int,
+    d_head: int,
+    context: int,
+    bytes_per_element: int = 2,
+    cache_passes: int = 1,
+) -> StepBytes:
+    """What a single-token decoding step of a decoder with ``n_parameters`` weights reads from memory after
+    ``context`` cached tokens (batch 1; chapter 7): the weights once (each is used for one multiply-add) and the KV
+    cache (:func:`~manyheads.costs.kv_cache_bytes`) ``cache_passes`` times (1 for a kernel that reads it in place;
+    an implementation that copies the cache to append a token reads and writes it once more).
+
+    If a step's time were set by these bytes alone, one model would run ``a.total / b.total`` times faster than
+    another: a prediction for memory-bound hardware, to be set beside a measurement.
+    """
+    if cache_passes < 1:
+        raise ValueError(f"cache_passes must be at least 1, got {cache_passes}")
+    weights = int(n_parameters) * int(bytes_per_element)
+    cache = kv_cache_bytes(n_layers, n_kv_heads, d_head, context, 1, bytes_per_element) * int(cache_passes)
+    return StepBytes(weights, cache)
 
 
 def decoding_table(records: Sequence[DecodeRecord]) -> tuple[list[str], list[tuple]]:
@@ -178,7 +369,9 @@ def conversion_scores(model: nn.Module, tasks: Sequence, reference: Sequence[Ten
 @dataclass(frozen=True)
 class UptrainRun:
     """One conversion of :func:`uptrain`: held-out (loss, accuracy) before conversion, right after it, and after
-    each number of uptraining steps in ``steps`` (same order as ``after``)."""
+    each number of uptraining steps in ``steps`` (same order as ``after``). With a from-scratch control,
+    ``scratch`` holds the control's (loss, accuracy) after the same numbers of steps, and ``scratch_curve_accuracy``
+    its curve at ``curve_steps``; otherwise both are empty."""
 
     n_kv_heads: int
     original: tuple[float, float]
@@ -187,11 +380,18 @@ class UptrainRun:
     after: tuple[tuple[float, float], ...]
     curve_steps: list[int]
     curve_accuracy: list[float]
+    scratch: tuple[tuple[float, float], ...] = ()
+    scratch_curve_accuracy: list[float] = dataclasses.field(default_factory=list)
 
     def recovered(self, i: int = -1) -> float:
         """Share of the loss lost by the conversion that ``after[i]`` has won back (1 = all; above 1 = more)."""
         lost = self.converted[0] - self.original[0]
         return (self.converted[0] - self.after[i][0]) / lost if lost else float("nan")
+
+    def first_step_at(self, accuracy: float, scratch: bool = False) -> int | None:
+        """The first logged step at which the uptrained curve (or the control's) reaches ``accuracy``; else None."""
+        curve = self.scratch_curve_accuracy if scratch else self.curve_accuracy
+        return next((step for step, a in zip(self.curve_steps, curve) if a >= accuracy), None)
 
 
 @torch.no_grad()
@@ -203,6 +403,32 @@ def _held_out(model: nn.Module, tokens: Tensor, targets: Tensor) -> tuple[float,
     return loss, readout_accuracy(logits, targets).mean().item()
 
 
+def _run(make_model, task, config: TrainConfig, steps: Sequence[int], held_out, device):
+    """One training run of max(steps) steps, scored on ``held_out`` at each of ``steps`` (a run's batches depend
+    only on its seed, so the score at step n is that of an n-step run). Returns (scores, eval steps, accuracy)."""
+    every = math.gcd(config.eval_every, *steps)
+    scores = {}
+
+    def score(step: int, model: nn.Module) -> None:
+        if step in steps:
+            scores[step] = _held_out(model, *held_out)
+
+    run = train(
+        make_model,
+        task,
+        dataclasses.replace(config, steps=max(steps), eval_every=every),
+        device=device,
+        progress=False,
+        on_eval=score,
+    )
+    keep = [i for i, step in enumerate(run.eval_steps) if step % config.eval_every == 0]
+    return (
+        tuple(scores[n] for n in steps),
+        [run.eval_steps[i] for i in keep],
+        [sum(run.eval_accuracy[i]) / len(run.eval_accuracy[i]) for i in keep],
+    )
+
+
 def uptrain(
     pretrained: nn.Module,
     task,
@@ -211,36 +437,42 @@ def uptrain(
     config: TrainConfig | None = None,
     held_out: tuple[Tensor, Tensor] | None = None,
     method: str = "mean",
+    scratch: Callable[[], nn.Module] | None = None,
 ) -> UptrainRun:
     """Convert a trained toy model to ``n_kv_heads`` K/V heads (:func:`~manyheads.models.kv_heads.group_kv_heads`)
     and train the copy on ``task`` with :func:`manyheads.training.train` (chapter 7).
 
-    Each number in ``steps`` is a separate run of that many steps from the converted model, with ``config`` (its
-    seed fixes the batches, so a shorter run is the start of a longer one; default: Adam at lr 3e-3, seed 1, a
-    lower rate than pre-training's, since the model starts trained). held_out: (tokens, targets) to score on,
-    default 1,024 sequences of ``task`` drawn with seed 99. The longest run's accuracy curve (every
-    ``config.eval_every`` steps, on :func:`~manyheads.training.train`'s own held-out batch) is kept for plotting.
-    It trains on ``pretrained``'s device.
+    ``steps``: the step counts to score at, all in one run of max(steps) steps from the converted model, with
+    ``config`` (its seed fixes the batches, so the score after n steps is that of an n-step run; default: Adam at
+    lr 3e-3, seed 1). held_out: (tokens, targets) to score on, default 1,024 sequences of ``task`` drawn with seed
+    99. The accuracy curve (every ``config.eval_every`` steps, on :func:`~manyheads.training.train`'s own held-out
+    batch) is kept for plotting. It trains on ``pretrained``'s device.
+
+    ``scratch``: the control, a function that builds a *freshly initialised* model with ``n_kv_heads`` K/V heads;
+    it is trained with the same ``config`` (seed, batches, learning rate) for the same steps. Without it,
+    uptraining has nothing to be compared with: a task that a model learns from scratch in fewer steps than the
+    uptraining took shows no benefit of converting.
     """
     config = TrainConfig(lr=3e-3, seed=1) if config is None else config
+    steps = tuple(int(n) for n in steps)
+    if not steps or min(steps) < 1:
+        raise ValueError(f"steps must be positive step counts, got {steps}")
     if held_out is None:
         held_out = task.sample(1024, torch.Generator().manual_seed(99))
     converted = group_kv_heads(pretrained, n_kv_heads, method)
     device = next(pretrained.parameters()).device
-    after, curve = [], None
-    for n in steps:
-        run = train(
-            lambda: copy.deepcopy(converted), task, dataclasses.replace(config, steps=n), device=device, progress=False
-        )
-        after.append(_held_out(run.model, *held_out))
-        if n == max(steps):
-            curve = run
+    after, curve_steps, curve = _run(lambda: copy.deepcopy(converted), task, config, steps, held_out, device)
+    control, control_curve = (), []
+    if scratch is not None:
+        control, _, control_curve = _run(scratch, task, config, steps, held_out, device)
     return UptrainRun(
         n_kv_heads=n_kv_heads,
         original=_held_out(copy.deepcopy(pretrained), *held_out),
         converted=_held_out(converted, *held_out),
-        steps=tuple(steps),
-        after=tuple(after),
-        curve_steps=list(curve.eval_steps),
-        curve_accuracy=[sum(a) / len(a) for a in curve.eval_accuracy],
+        steps=steps,
+        after=after,
+        curve_steps=curve_steps,
+        curve_accuracy=curve,
+        scratch=control,
+        scratch_curve_accuracy=control_curve,
     )
