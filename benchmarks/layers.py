@@ -20,7 +20,7 @@ on more data and prints three tables (each also written as JSON to benchmarks/re
 
 The toy induction model's full-size runs (five seeds) are ``benchmarks/induction.py``.
 
-Run: .venv/bin/python benchmarks/layers.py [--threads 1] [--random 20] [--quick]
+Run: .venv/bin/python benchmarks/layers.py [--threads 1] [--random 20] [--quick] [--only-induction]
 """
 
 from __future__ import annotations
@@ -226,6 +226,9 @@ def main() -> None:
     parser.add_argument("--random", type=int, default=20, help="random draws of k heads from the same layers")
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (on a busy machine use 1)")
     parser.add_argument("--quick", action="store_true", help="a small run to check the script (not for figures)")
+    parser.add_argument(
+        "--only-induction", action="store_true", help="only the SmolLM2 induction table (and the news windows it needs)"
+    )
     args = parser.parse_args()
     if args.threads is not None:
         torch.set_num_threads(args.threads)
@@ -234,18 +237,21 @@ def main() -> None:
         args.rows, args.length, args.random, args.test_rows, args.max_shift = 2, 20, 2, 2, 5
     suffix = "_quick" if args.quick else ""
     start = time.perf_counter()
-    minilm = minilm_rows(args)
-    columns = ["layer", "distance", "entropy", "sink", "previous", "n_previous_heads", "n_positional_heads"]
-    columns += ["lee_delta", "sentiment_delta", "probe_r2"]
-    for row in minilm:
-        for column in columns:
-            row.setdefault(column, "")
-    report(f"layers_minilm{suffix}", columns, minilm)
+    if not args.only_induction:
+        minilm = minilm_rows(args)
+        columns = ["layer", "distance", "entropy", "sink", "previous", "n_previous_heads", "n_positional_heads"]
+        columns += ["lee_delta", "sentiment_delta", "probe_r2"]
+        for row in minilm:
+            for column in columns:
+                row.setdefault(column, "")
+        report(f"layers_minilm{suffix}", columns, minilm)
     decoder, tokenizer = llama.load_decoder()
     smol, windows = smollm2_rows(args, decoder, tokenizer)
-    report(f"layers_smollm2{suffix}", list(smol[0]), smol)
+    if not args.only_induction:
+        report(f"layers_smollm2{suffix}", list(smol[0]), smol)
     induction = induction_rows(args, decoder, tokenizer, windows)
-    report(f"layers_induction{suffix}", list(induction[0]), induction)
+    settings = ("rows", "length", "test_rows", "max_shift", "random", "windows", "window")
+    report(f"layers_induction{suffix}", list(induction[0]), induction, meta={k: getattr(args, k) for k in settings})
     print(
         f"\nall parts: {time.perf_counter() - start:.0f} s; uniform guess over the vocabulary: "
         f"{math.log(decoder.config.vocab_size):.2f} nats"
