@@ -29,6 +29,9 @@ GOOD = {
     "toy_min_share": 0.96,
     "toy_untrained_max": 0.18,
     "toy_n_assignments": 3.0,
+    "view_entropy_0": 1.0,
+    "view_entropy_3": 1.71,
+    "view_entropy_8": 1.06,
 }
 BODY = "## Emergence\nEach head puts at least {glue:text}`toy_min_share:.2f` on one offset."
 SUMMARY = "## Summary\n- Roles emerge: at least {glue:text}`toy_min_share:.2f`.\n\n**Exercises.** Next."
@@ -56,6 +59,7 @@ def test_a_consistent_chapter_passes():
         ({"coref_nearest": 99.9}, "nearest mention"),
         ({"n_sep_heads": 30.0}, "[CLS] over [SEP]"),
         ({"toy_min_acc": 0.8}, "solves the task"),
+        ({"view_entropy_8": 2.0}, "spread out most"),
     ],
 )
 def test_a_claim_its_numbers_do_not_support_is_caught(change, found):

@@ -17,6 +17,9 @@ def check(glued: dict[str, float | str], nb) -> list[str]:
         problems.append("MiniLM is said to favour [CLS] over [SEP]; its heads do not")
     if not g["cls_max_value"] > 2 * g["even_share"]:
         problems.append("the [CLS] peak is not far above what a head attending evenly gives it")
+    # the one-sentence view: "head 3-4 spreads out most" of the three heads drawn
+    if not g["view_entropy_3"] > max(g["view_entropy_0"], g["view_entropy_8"]):
+        problems.append("head 3-4 is said to spread out most of the three heads in the view; it does not")
     # syntax: "a few individual heads, in the middle layers" (neither the first nor the last layer)
     heads = [g[k] for k in g if k.startswith("head_") and isinstance(g[k], str) and "-" in g[k]]
     outer = [h for h in heads if _layer(h) in (1, int(g["n_layers"]))]
