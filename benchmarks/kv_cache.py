@@ -2,20 +2,28 @@
 
 Four tables, each also written as JSON to benchmarks/results/ (one file per table):
 
-1. ``kv_cache_decoding``: cache bytes (measured and by the formula) and tokens per second of single-token decoding
-   steps after longer contexts than the chapter's, via :func:`manyheads.analysis.kv_cache.decoding_speed`, on the
-   CPU and on CUDA when there is one. 9 K/V heads = the trained 3 repeated (same outputs), 1 = mean-pooled.
-2. ``kv_cache_minilm_conversion``: MiniLM's K/V heads grouped into G = 12, 6, 4, 3, 2, 1 (mean, first, random
-   groups) scored on chapter 5's tasks with all of each Lee document (128 word pieces) and more held-out sentences.
+1. ``kv_cache_decoding``: cache bytes (measured and by the formula), the bytes a step reads (16-bit, cache read
+   once: :func:`~manyheads.analysis.kv_cache.decoding_step_bytes`) and the speed-up they predict against 9 K/V
+   heads, and tokens per second of single-token decoding steps after longer contexts than the chapter's, timed in
+   rounds (:func:`~manyheads.analysis.kv_cache.compare_decoding`) with a 95 % bootstrap interval over them and the
+   paired difference from 9 K/V heads with its own interval and verdict ("faster", "slower", "inconclusive
+   here"), on the CPU and on CUDA when there is one. 9 K/V heads = the trained 3 repeated (same outputs), 1 =
+   mean-pooled. The JSON's meta names the CPU, the GPU (if any) and the date: chapter 7 quotes a GPU row from here,
+   never from its own CPU build.
+2. ``kv_cache_minilm_conversion``: MiniLM's K/V heads grouped into G = 12, 6, 4, 3, 2, 1 (mean, first, and random
+   groups drawn --draws times: mean and standard deviation) scored on chapter 5's tasks with all of each Lee
+   document (128 word pieces) and more held-out sentences.
 3. ``kv_cache_smollm2_loss``: SmolLM2's next-token loss on more Lee background text, 3 K/V heads and 3 → 1.
-4. ``kv_cache_uptraining``: the toy model converted and uptrained, for several seeds.
+4. ``kv_cache_uptraining``: the toy model converted to one K/V head and uptrained, against the same architecture
+   trained from scratch with the same recipe, batches and steps, one row per seed.
 
-Run: .venv/bin/python benchmarks/kv_cache.py [--contexts 64 512 2048 4096] [--steps 8] [--threads N]
+Run: .venv/bin/python benchmarks/kv_cache.py [--contexts 64 512 2048 4096] [--steps 4] [--rounds 10] [--threads N]
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import statistics
 
 import torch
@@ -32,30 +40,45 @@ GROUPS = (12, 6, 4, 3, 2, 1)
 METHODS = {"mean": "mean", "first": "first", "random groups": "random"}
 
 
-def decoding(decoder, contexts, steps) -> list[dict]:
+def decoding(decoder, contexts, steps, rounds) -> list[dict]:
     variants = {9: mh.repeat_kv_heads(decoder, 9), 3: decoder, 1: mh.group_kv_heads(decoder, 1, "mean")}
+    n_weights = sum(p.numel() for p in decoder.parameters())
+    c = decoder.config
     devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
     rows = []
     for device in devices:
-        for model in variants.values():
-            for r in mh.decoding_speed(model.to(device), contexts, steps=steps, warmup=2):
-                rows.append(
-                    {
-                        "device": r.device,
-                        "threads": r.threads,
-                        "kv_heads": r.n_kv_heads,
-                        "context": r.context,
-                        "cache_MiB": r.cache_bytes / 2**20,
-                        "formula_MiB": r.formula_bytes / 2**20,
-                        "equal": r.cache_bytes == r.formula_bytes,
-                        "tokens_per_s": r.tokens_per_s,
-                    }
-                )
-            model.to("cpu")
+        records = mh.compare_decoding(list(variants.values()), contexts, steps=steps, rounds=rounds, device=device)
+        cache = {(r.n_kv_heads, r.context): r for r in records}
+        for s in mh.decoding_comparison(records, reference=9):
+            r = cache[s.n_kv_heads, s.context]
+            step = {g: mh.decoding_step_bytes(n_weights, c.n_layers, g, c.d_head, s.context) for g in (9, s.n_kv_heads)}
+            rows.append(
+                {
+                    "device": r.device,
+                    "threads": r.threads,
+                    "kv_heads": s.n_kv_heads,
+                    "context": s.context,
+                    "cache_MiB": r.cache_bytes / 2**20,
+                    "formula_MiB": r.formula_bytes / 2**20,
+                    "equal": all(x.cache_bytes == x.formula_bytes for x in records),
+                    "step_MiB_16bit": step[s.n_kv_heads].total / 2**20,
+                    "predicted_vs_9": step[9].total / step[s.n_kv_heads].total,
+                    "tokens_per_s": s.tokens_per_s[0],
+                    "tokens_per_s_low": s.tokens_per_s[1],
+                    "tokens_per_s_high": s.tokens_per_s[2],
+                    "minus_9": s.difference[0],
+                    "minus_9_low": s.difference[1],
+                    "minus_9_high": s.difference[2],
+                    "measured_vs_9": s.ratio,
+                    "verdict": "reference"
+                    if s.n_kv_heads == 9
+                    else mh.compare_words(*s.difference, better="faster", worse="slower", neutral="inconclusive here"),
+                }
+            )
     return rows
 
 
-def minilm(n_fit: int, n_eval: int, lee_tokens: int) -> list[dict]:
+def minilm(n_fit: int, n_eval: int, lee_tokens: int, draws: int) -> list[dict]:
     encoder, tokenizer = mh.load_encoder()
     texts, ratings = movie_review_snippets()
     lee = pruning.lee_similarity_task(encoder, tokenizer, lee_documents(), lee_similarities(), max_tokens=lee_tokens)
@@ -65,8 +88,19 @@ def minilm(n_fit: int, n_eval: int, lee_tokens: int) -> list[dict]:
     rows = []
     for g in GROUPS:
         for label, method in METHODS.items():
-            (rho, r2), cosine = mh.conversion_scores(mh.group_kv_heads(encoder, g, method, seed=0), tasks, original)
-            rows.append({"kv_heads": g, "method": label, "lee_rho": rho, "sentiment_r2": r2, "cosine": cosine})
+            seeds = range(draws) if method == "random" and g not in (12, 1) else range(1)
+            scores = [
+                (*rho_r2, cosine)
+                for rho_r2, cosine in (
+                    mh.conversion_scores(mh.group_kv_heads(encoder, g, method, seed=s), tasks, original) for s in seeds
+                )
+            ]
+            row = {"kv_heads": g, "method": label, "draws": len(scores)}
+            for i, name in enumerate(("lee_rho", "sentiment_r2", "cosine")):
+                values = [v[i] for v in scores]
+                row[name] = statistics.mean(values)
+                row[f"{name}_sd"] = statistics.stdev(values) if len(values) > 1 else 0.0
+            rows.append(row)
     return rows
 
 
@@ -86,31 +120,39 @@ def smollm2_loss(decoder, tokenizer, windows: int, window: int) -> list[dict]:
 
 
 def uptraining(seeds, pretrain_steps: int, uptrain_steps: int) -> list[dict]:
+    """Chapter 7's toy comparison at more seeds: converted to one K/V head and uptrained, against the same
+    architecture trained from scratch with the same recipe (pre-training's), batches and steps."""
     toy = TwoRelationTask(vocab_size=16, seq_len=12, offsets=(1, 3))
+    recipe = TrainConfig(eval_every=10)
+
+    def fresh():
+        model = TinyAttentionModel.for_task(toy, 32, 8)
+        model.attention = mh.MultiHeadAttention(32, 8, n_kv_heads=1)
+        return model
+
     rows = []
-    for g in (2, 1):
-        runs = []
-        for seed in seeds:
-            pretrained = train(
-                lambda: TinyAttentionModel.for_task(toy, 32, 8),
-                toy,
-                TrainConfig(steps=pretrain_steps, seed=seed),
-                device="cpu",
-                progress=False,
-            ).model
-            steps = (pretrain_steps // 20, uptrain_steps)
-            runs.append(mh.uptrain(pretrained, toy, g, steps=steps, config=TrainConfig(lr=3e-3, seed=seed + 1)))
+    for seed in seeds:
+        pretrained = train(
+            lambda: TinyAttentionModel.for_task(toy, 32, 8),
+            toy,
+            dataclasses.replace(recipe, steps=pretrain_steps, seed=seed),
+            device="cpu",
+            progress=False,
+        ).model
+        steps = (pretrain_steps // 20, uptrain_steps)
+        run = mh.uptrain(
+            pretrained, toy, 1, steps=steps, config=dataclasses.replace(recipe, seed=seed + 1), scratch=fresh
+        )
         rows.append(
             {
-                "kv_heads": g,
-                "seeds": len(runs),
-                "mha_loss": statistics.mean(r.original[0] for r in runs),
-                "converted_loss": statistics.mean(r.converted[0] for r in runs),
-                "loss_after_5pct": statistics.mean(r.after[0][0] for r in runs),
-                "loss_after_all": statistics.mean(r.after[1][0] for r in runs),
-                "recovered_5pct": statistics.mean(r.recovered(0) for r in runs),
-                "recovered_all": statistics.mean(r.recovered(1) for r in runs),
-                "recovered_5pct_min": min(r.recovered(0) for r in runs),
+                "seed": seed,
+                "converted_acc": run.converted[1],
+                "uptrained_acc_5pct": run.after[0][1],
+                "scratch_acc_5pct": run.scratch[0][1],
+                "uptrained_acc_all": run.after[1][1],
+                "scratch_acc_all": run.scratch[1][1],
+                "uptrained_step_0.99": run.first_step_at(0.99),
+                "scratch_step_0.99": run.first_step_at(0.99, scratch=True),
             }
         )
     return rows
@@ -119,33 +161,48 @@ def uptraining(seeds, pretrain_steps: int, uptrain_steps: int) -> list[dict]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--contexts", type=int, nargs="+", default=[64, 512, 2048, 4096])
-    parser.add_argument("--steps", type=int, default=8)
+    parser.add_argument("--steps", type=int, default=4, help="timed steps per model in each round")
+    parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--draws", type=int, default=10, help="random K/V groupings per conversion")
     parser.add_argument("--threads", type=int, default=torch.get_num_threads(), help="torch CPU threads")
     parser.add_argument("--n-fit", type=int, default=2000)
     parser.add_argument("--n-eval", type=int, default=1000)
     parser.add_argument("--lm-windows", type=int, default=8)
-    parser.add_argument("--seeds", type=int, default=3)
+    parser.add_argument("--seeds", type=int, default=5)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     decoder, tokenizer = llama.load_decoder()
+    gpu = {"gpu": torch.cuda.get_device_name(0)} if torch.cuda.is_available() else {}
     report(
         "kv_cache_decoding",
-        ["device", "threads", "kv_heads", "context", "cache_MiB", "formula_MiB", "equal", "tokens_per_s"],
-        decoding(decoder, args.contexts, args.steps),
-    )
+        ["device", "threads", "kv_heads", "context", "cache_MiB", "step_MiB_16bit", "predicted_vs_9", "tokens_per_s",
+         "tokens_per_s_low", "tokens_per_s_high", "minus_9_low", "minus_9_high", "measured_vs_9", "verdict"],
+        decoding(decoder, args.contexts, args.steps, args.rounds),
+        meta={**gpu, "rounds": args.rounds, "steps": args.steps},
+    )  # fmt: skip
     report("kv_cache_smollm2_loss", ["model", "tokens", "loss"], smollm2_loss(decoder, tokenizer, args.lm_windows, 128))
     del decoder
     report(
         "kv_cache_minilm_conversion",
-        ["kv_heads", "method", "lee_rho", "sentiment_r2", "cosine"],
-        minilm(args.n_fit, args.n_eval, 128),
+        [
+            "kv_heads",
+            "method",
+            "draws",
+            "lee_rho",
+            "lee_rho_sd",
+            "sentiment_r2",
+            "sentiment_r2_sd",
+            "cosine",
+            "cosine_sd",
+        ],
+        minilm(args.n_fit, args.n_eval, 128, args.draws),
     )
     report(
         "kv_cache_uptraining",
-        ["kv_heads", "seeds", "mha_loss", "converted_loss", "loss_after_5pct", "loss_after_all", "recovered_5pct",
-         "recovered_all", "recovered_5pct_min"],
-        uptraining(range(args.seeds), 400, 400),
+        ["seed", "converted_acc", "uptrained_acc_5pct", "scratch_acc_5pct", "uptrained_acc_all", "scratch_acc_all",
+         "uptrained_step_0.99", "scratch_step_0.99"],
+        uptraining(range(args.seeds), 400, 100),
     )  # fmt: skip
 
 
