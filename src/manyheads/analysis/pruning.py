@@ -23,6 +23,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from manyheads import interventions
+from manyheads.analysis.multiple_tests import normal_p_values
 from manyheads.attention import padding_mask
 
 __all__ = [
@@ -31,6 +32,7 @@ __all__ = [
     "EncoderTask",
     "lee_similarity_task",
     "sentiment_probe_task",
+    "next_token_task",
     "spearman",
     "fit_ridge",
     "AblationMap",
@@ -41,6 +43,8 @@ __all__ = [
     "prunable_fraction",
     "pruned_per_layer",
     "self_distillation_gradient",
+    "JointAblation",
+    "joint_ablation",
 ]
 
 IMPORTANCE_METHODS = ("gradient", "loo", "random")
@@ -542,6 +546,64 @@ def sentiment_probe_task(
     return task
 
 
+class _NextTokenTask(PruningTask):
+    name = "next-token prediction"
+    metric_name = "log-likelihood per token (nats)"
+
+    def __init__(self, model: nn.Module, ids: Tensor, batch_size: int, name: str | None) -> None:
+        super().__init__(model)
+        if not isinstance(ids, Tensor) or ids.dim() != 2 or ids.dtype != torch.long or ids.shape[1] < 2:
+            raise ValueError("ids must be a (n, seq >= 2) tensor of token ids (torch.long)")
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+        self.ids, self.batch_size = ids.cpu(), batch_size
+        self.n_tokens = int(ids[:, 1:].numel())
+        self._device = next(model.parameters()).device
+        if name is not None:
+            self.name = name
+
+    @property
+    def n_items(self) -> int:
+        return len(self.ids)
+
+    def _token_losses(self, rows: Tensor) -> Tensor:
+        rows = rows.to(self._device)
+        out = self.model(rows)
+        logits = getattr(out, "logits", out)
+        return F.cross_entropy(logits[:, :-1].float().transpose(1, 2), rows[:, 1:], reduction="none")
+
+    def outputs(self, gates: Tensor) -> Tensor:
+        """Every next-token loss (nats) with these gates: (n_items, seq - 1), on the CPU."""
+        with torch.inference_mode(), interventions.gated(self.model, gates):
+            return torch.cat([self._token_losses(rows).cpu() for rows in self.ids.split(self.batch_size)])
+
+    def metric(self, outputs: Tensor, items: Tensor | None = None) -> float:
+        return -float((outputs if items is None else outputs[items]).mean())
+
+    def loss_of(self, outputs: Tensor) -> Tensor:
+        return outputs.mean()
+
+    def loss_terms(self, gates: Tensor):
+        for rows in self.ids.split(self.batch_size):
+            with torch.enable_grad(), interventions.gated(self.model, gates):
+                yield self._token_losses(rows).mean()
+
+    def head_means(self) -> Tensor:
+        return interventions.head_output_means(self.model, self.ids.to(self._device))
+
+
+def next_token_task(model: nn.Module, ids: Tensor, batch_size: int = 8, name: str | None = None) -> PruningTask:
+    """A language model's next-token prediction as a pruning task (chapter 5): the task where attention matters.
+
+    ids: (n, seq) token ids, one item per row (e.g. a BOS token and the start of one news document); ``model(ids)``
+    returns logits (n, seq, vocab) or an object holding them as ``.logits`` (the course's decoder). Outputs: every
+    next-token loss, (n, seq - 1) nats. Metric (higher is better): the mean log-likelihood per token, i.e. minus the
+    mean loss; a bootstrap resamples rows. Loss (depends on the gates): the mean cross-entropy, one term per batch
+    of ``batch_size`` rows, so that gradient importance takes Michel et al.'s absolute value per batch.
+    """
+    return _NextTokenTask(model, ids, batch_size, name)
+
+
 # --------------------------------------------------------------------------------------------- ablation maps
 @dataclass
 class AblationMap:
@@ -550,6 +612,7 @@ class AblationMap:
     delta: metric without the head minus metric with all heads (negative = the head helped).
     low, high: a bootstrap percentile interval of delta (items resampled; same resample for both runs).
     base: the metric with all heads; mode: "zero" or "mean"; level: the interval's coverage.
+    se: the bootstrap standard error of delta, for p-values (:meth:`p_values`) and corrections over many heads.
     """
 
     delta: Tensor
@@ -561,11 +624,21 @@ class AblationMap:
     task: str = ""
     metric_name: str = ""
     loss_delta: Tensor | None = None
+    se: Tensor | None = None
 
     @property
     def significant(self) -> Tensor:
-        """Heads whose interval excludes 0 (bool, (n_layers, n_heads))."""
+        """Heads whose (uncorrected) interval excludes 0 (bool, (n_layers, n_heads)). Over 72 heads, about
+        72·(1 - level) of them do so by chance alone: correct with :meth:`p_values` and
+        :func:`manyheads.analysis.multiple_tests.holm` before calling any one of them real."""
         return (self.low > 0) | (self.high < 0)
+
+    def p_values(self) -> Tensor:
+        """Two-sided p-value of each head's delta against 0 (normal approximation with the bootstrap standard
+        error): (n_layers, n_heads) float64."""
+        if self.se is None:
+            raise ValueError("this map has no bootstrap standard errors (se); make it with ablation_map")
+        return normal_p_values(self.delta, self.se)
 
     @property
     def helpful_removals(self) -> list[tuple[int, int]]:
@@ -597,6 +670,7 @@ def ablation_map(
     resamples = [torch.randint(task.n_items, (task.n_items,), generator=generator) for _ in range(n_boot)]
     boot = task.bootstrap_metrics([base_out, *removed], resamples).double()
     boot = boot[1:] - boot[:1]  # paired: each resample scored with and without the head
+    se = boot.std(dim=1).float().reshape(task.grid)
     q = torch.tensor([(1 - level) / 2, (1 + level) / 2], dtype=torch.float64)
     bounds = torch.quantile(boot, q, dim=1).float()  # (2, n_heads_total)
     low, high = bounds[0].reshape(task.grid), bounds[1].reshape(task.grid)
@@ -604,7 +678,7 @@ def ablation_map(
     base_loss = float(task.loss_of(base_out))
     delta = torch.tensor([task.metric(out) - base for out in removed]).reshape(task.grid)
     loss_delta = torch.tensor([float(task.loss_of(out)) - base_loss for out in removed]).reshape(task.grid)
-    return AblationMap(delta, low, high, base, mode, level, task.name, task.metric_name, loss_delta)
+    return AblationMap(delta, low, high, base, mode, level, task.name, task.metric_name, loss_delta, se)
 
 
 # --------------------------------------------------------------------------------------------- importance
@@ -665,6 +739,24 @@ class PruningCurve:
     @property
     def base(self) -> float:
         return self.scores[0]
+
+    @property
+    def floor(self) -> float:
+        """The score with every head removed (the curve's last point when it runs to 100 %), else NaN: what the
+        task gives with no attention at all, the baseline the curve is read against."""
+        return self.scores[-1] if self.fractions and self.fractions[-1] >= 1.0 - 1e-9 else math.nan
+
+    def relative_scores(self, floor: float | None = None) -> list[float]:
+        """Each score as the share of the gap between the floor (0) and the unpruned score (1) that is kept.
+
+        ``floor`` defaults to :attr:`floor`. NaN throughout when the floor is not below the unpruned score: then
+        removing every head does not hurt, and the task cannot show what heads are worth.
+        """
+        floor = self.floor if floor is None else floor
+        gap = self.base - floor
+        if not gap > 0:
+            return [math.nan] * len(self.scores)
+        return [(s - floor) / gap for s in self.scores]
 
     def mask_at(self, point: int) -> Tensor:
         """Keep-mask (bool (n_layers, n_heads)) of the heads still on at point ``point``."""
@@ -736,10 +828,22 @@ def pruning_curve(
     return PruningCurve(method, fractions, scores, removed_at, seed, task.name, estimates, history)
 
 
-def prunable_fraction(curve: PruningCurve, drop: float) -> float:
-    """The largest share of heads removed before the metric first falls more than ``drop`` (relative) below the
-    unpruned score: e.g. drop=0.05 for "within 5 %"."""
-    threshold = curve.base - drop * abs(curve.base)
+def prunable_fraction(curve: PruningCurve, drop: float, floor: float | None = None) -> float:
+    """The largest share of heads removed before the metric first falls more than ``drop`` below the unpruned score.
+
+    Without ``floor``: ``drop`` is relative to the unpruned score (drop=0.05 for "within 5 %"), which says nothing
+    when the task keeps most of its score with no heads at all. With ``floor`` (the score with every head removed,
+    e.g. ``curve.floor``): ``drop`` is a share of the gap between the unpruned score and the floor ("within 10 % of
+    what attention adds"); NaN when the floor is not below the unpruned score, since the task cannot show then how
+    many heads can go (chapter 5).
+    """
+    if floor is not None:
+        gap = curve.base - floor
+        if not gap > 0:
+            return math.nan
+        threshold = curve.base - drop * gap
+    else:
+        threshold = curve.base - drop * abs(curve.base)
     best = 0.0
     for fraction, score in zip(curve.fractions, curve.scores):
         if score < threshold:
@@ -752,6 +856,70 @@ def pruned_per_layer(curve: PruningCurve, fraction: float) -> Tensor:
     """How many heads of each layer are gone once ``fraction`` of all heads is removed: (n_layers,) int."""
     points = [t for t, f in enumerate(curve.fractions) if f <= fraction + 1e-9]
     return (~curve.mask_at(points[-1])).sum(1)
+
+
+# --------------------------------------------------------------------------------------------- joint ablation
+@dataclass
+class JointAblation:
+    """Heads removed together against the sum of their removals one at a time (chapter 5). One entry per group.
+
+    groups: the groups of (layer, head); joint: metric change with the whole group removed; additive: the sum of
+    the group's single-head changes; interaction = joint - additive, with a paired bootstrap interval [low, high].
+    An interaction below 0 (interval below 0) means the heads together cost more than their parts: each backs the
+    others up, so that removing one alone shows little. Above 0: removing them together costs less than the parts.
+    """
+
+    groups: list[tuple[tuple[int, int], ...]]
+    joint: Tensor
+    additive: Tensor
+    interaction: Tensor
+    low: Tensor
+    high: Tensor
+    base: float
+    level: float
+
+
+def joint_ablation(
+    task: PruningTask,
+    groups: Sequence[Sequence[tuple[int, int]]],
+    n_boot: int = 200,
+    level: float = 0.95,
+    seed: int = 0,
+) -> JointAblation:
+    """Zero-ablate each group of heads together, and each of its heads alone; compare (chapter 5).
+
+    The interaction of a group is (score without the group - base) - sum over its heads of (score without the head -
+    base): 0 when the heads' effects add up, negative when removing them together hurts more than the parts say
+    (the heads back each other up). Its interval is a paired bootstrap over items (``n_boot`` seeded resamples,
+    every output scored on the same resample).
+    """
+    if not groups or any(len(g) == 0 for g in groups):
+        raise ValueError("give at least one non-empty group of (layer, head) pairs")
+    groups = [tuple((int(layer), int(head)) for layer, head in g) for g in groups]
+    singles = sorted({head for g in groups for head in g})
+    ones = task.ones()
+    base_out = task.outputs(ones)
+    single_out = dict(zip(singles, task.outputs_each_removed(ones, singles)))
+    group_out = []
+    for group in groups:
+        gates = ones.clone()
+        for head in group:
+            gates[head] = 0.0
+        group_out.append(task.outputs(gates))
+    generator = torch.Generator().manual_seed(seed)
+    resamples = [None, *(torch.randint(task.n_items, (task.n_items,), generator=generator) for _ in range(n_boot))]
+    outputs = [base_out, *(single_out[h] for h in singles), *group_out]
+    full = torch.tensor([task.metric(out) for out in outputs], dtype=torch.float64)[:, None]
+    boot = task.bootstrap_metrics(outputs, resamples[1:]).double()
+    values = torch.cat([full, boot], dim=1)  # (n_outputs, 1 + n_boot): column 0 on all items
+    change = values[1:] - values[:1]
+    single_change = dict(zip(singles, change[: len(singles)]))
+    joint = change[len(singles) :]
+    additive = torch.stack([sum(single_change[h] for h in group) for group in groups])
+    interaction = joint - additive
+    q = torch.tensor([(1 - level) / 2, (1 + level) / 2], dtype=torch.float64)
+    low, high = torch.quantile(interaction[:, 1:], q, dim=1)
+    return JointAblation(groups, joint[:, 0], additive[:, 0], interaction[:, 0], low, high, float(values[0, 0]), level)
 
 
 # --------------------------------------------------------------------------------------------- why not distil
