@@ -15,6 +15,7 @@ from manyheads import interventions as iv
 from manyheads.analysis import pruning as P
 from manyheads.data import TwoRelationTask
 from manyheads.models import TinyAttentionModel
+from manyheads.models.attention_only import AttentionOnlyTransformer
 from manyheads.models.bert import BertConfig, BertEncoder
 from manyheads.models.checkpoints import model_dir
 from manyheads.models.tokenizer import Tokenizer
@@ -355,3 +356,85 @@ def test_a_shared_score_cache_scores_identical_gates_once_and_changes_no_score(t
     distinct = {g.bool().numpy().tobytes() for g in calls}
     assert len(calls) == len(distinct), "identical gates were scored twice"
     assert len(calls) <= 2 * 5 - 2, "the first (all heads) and last (no heads) points are shared between the orders"
+
+
+# --------------------------------------------------------------------------------------------- floors (issue 24)
+def _curve(scores, fractions=None):
+    fractions = fractions or [i / (len(scores) - 1) for i in range(len(scores))]
+    return P.PruningCurve("x", fractions, scores, torch.zeros(1, 1, dtype=torch.long))
+
+
+def test_a_curve_is_read_against_its_floor():
+    curve = _curve([1.0, 0.98, 0.9, 0.5, 0.0])
+    assert curve.floor == 0.0
+    assert curve.relative_scores() == pytest.approx([1.0, 0.98, 0.9, 0.5, 0.0])
+    assert P.prunable_fraction(curve, 0.05, floor=curve.floor) == 0.25
+    assert P.prunable_fraction(curve, 0.10, floor=curve.floor) == 0.5
+    # A task that keeps 89 % of its score with no heads: "within 10 %" of the score says every head can go, while
+    # the same curve read against its floor says none can.
+    weak = _curve([0.398, 0.37, 0.36, 0.36, 0.36])
+    assert P.prunable_fraction(weak, 0.10) == 1.0
+    assert P.prunable_fraction(weak, 0.10, floor=weak.floor) == 0.0
+    # A floor above the unpruned score (sentiment R² 0.219 against 0.186): the task cannot say; NaN, never 0 %.
+    above = _curve([0.186, 0.2, 0.21, 0.22, 0.219])
+    assert math.isnan(P.prunable_fraction(above, 0.10, floor=above.floor))
+    assert all(math.isnan(v) for v in above.relative_scores())
+    assert math.isnan(_curve([1.0, 0.9], fractions=[0.0, 0.5]).floor)  # a curve that stops before 100 %
+
+
+def test_next_token_task_scores_the_mean_log_likelihood_and_its_gradient(toy_task):
+    torch.manual_seed(0)
+    model = AttentionOnlyTransformer(n_tokens=11, max_seq=9, d_model=16, n_heads=4, n_layers=2)
+    ids = torch.randint(11, (6, 9))
+    task = P.next_token_task(model, ids, batch_size=4)
+    gates = torch.ones(task.grid)
+    gates[0, 1] = 0.0
+    with iv.gated(model, gates), torch.no_grad():
+        out = model(ids)
+        logits = out[0] if isinstance(out, tuple) else getattr(out, "logits", out)
+        want = F.cross_entropy(logits[:, :-1].transpose(1, 2), ids[:, 1:], reduction="none")
+    outputs = task.outputs(gates)
+    assert torch.allclose(outputs, want, atol=1e-5)
+    assert task.score(gates) == pytest.approx(-float(want.mean()), abs=1e-5)
+    assert task.metric(outputs, torch.tensor([0, 0, 5])) == pytest.approx(-float(want[[0, 0, 5]].mean()), abs=1e-5)
+    importance = P.head_importance(task, "gradient")
+    batches = []
+    for rows in ids.split(4):
+        g = torch.ones(task.grid, requires_grad=True)
+        with iv.gated(model, g):
+            out = model(rows)
+            logits = getattr(out, "logits", out)
+            loss = F.cross_entropy(logits[:, :-1].transpose(1, 2), rows[:, 1:])
+        batches.append(torch.autograd.grad(loss, g)[0].abs())
+    assert torch.allclose(importance, torch.stack(batches).mean(0), atol=1e-6)
+    with pytest.raises(ValueError, match="token ids"):
+        P.next_token_task(model, ids.float())
+
+
+def test_joint_ablation_compares_a_group_with_the_sum_of_its_heads(toy_task):
+    groups = [((0, 0), (0, 1)), ((0, 2),)]
+    result = P.joint_ablation(toy_task, groups, n_boot=20)
+    base = toy_task.score(toy_task.ones())
+    single = {}
+    for head in [(0, 0), (0, 1), (0, 2)]:
+        gates = toy_task.ones()
+        gates[head] = 0.0
+        single[head] = toy_task.score(gates) - base
+    both = toy_task.ones()
+    both[0, 0] = both[0, 1] = 0.0
+    assert float(result.joint[0]) == pytest.approx(toy_task.score(both) - base, abs=1e-6)
+    assert float(result.additive[0]) == pytest.approx(single[0, 0] + single[0, 1], abs=1e-6)
+    assert float(result.interaction[1]) == pytest.approx(0.0, abs=1e-9)  # one head: the group is its own sum
+    assert float(result.low[1]) == pytest.approx(0.0, abs=1e-9) and float(result.high[1]) == pytest.approx(
+        0.0, abs=1e-9
+    )
+    with pytest.raises(ValueError, match="non-empty"):
+        P.joint_ablation(toy_task, [()])
+
+
+def test_ablation_maps_give_p_values_from_their_standard_errors(lee):
+    result = P.ablation_map(lee, "zero", n_boot=30)
+    assert result.se.shape == result.delta.shape and bool((result.se >= 0).all())
+    p = result.p_values()
+    z = result.delta.double().abs() / result.se.double()
+    assert torch.allclose(p, torch.erfc(z / math.sqrt(2)), atol=1e-9)
