@@ -40,6 +40,10 @@ GOOD = {
     "concat_acc_max": 0.68,
     "concat_acc_heads": 1.0,
     "n_role_orders": 2.0,
+    "solved_single": 0.0,
+    "solved_multi": 6.0,
+    "n_multi_runs": 6.0,
+    "n_divide_2h": 3.0,
 }
 
 
@@ -64,6 +68,8 @@ def test_a_consistent_chapter_passes():
         ({"solved_h1wide": 1.0}, "still has to choose"),
         ({"untrained_mass": 0.9}, "untrained baseline"),
         ({"n_split_h1": 0.0}, "commits to one offset or splits"),
+        ({"solved_single": 1.0}, "learning-curve caption"),
+        ({"n_divide_2h": 2.0}, "divide the offsets"),
     ],
 )
 def test_a_word_its_numbers_do_not_support_is_caught(change, found):

@@ -27,6 +27,7 @@ GOOD = {
     "angle_n_seeds_below": 3.0,
     "angle_top_first_max": 45.9,
     "angle_top_random_first": 63.4,
+    "ch2_role_orders": 2.0,
 }
 BODY = "## Ranks\nThe circuits use {glue:text}`eff_rank_2h_min` to {glue:text}`eff_rank_2h_max` directions."
 BOX = """```{admonition} Common misconceptions
@@ -57,6 +58,8 @@ def test_a_consistent_chapter_passes():
         ({"pair_share_min": 0.55}, "pair-score order"),
         ({"num_rank_2h_max": 12.0}, "numerical rank"),
         ({"circuit_gap": 1e-3}, "disagree"),
+        ({"ch2_role_orders": 1.0}, "decide which head"),
+        ({"eff_rank_2h_max": 12.0, "eff_rank_init_2h_min": 13.0}, "a few directions"),
     ],
 )
 def test_a_claim_its_numbers_do_not_support_is_caught(change, found):

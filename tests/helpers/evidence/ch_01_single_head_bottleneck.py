@@ -78,6 +78,12 @@ def check(glued: dict[str, float | str], nb) -> list[str]:
     # "much worse": every two-head model loses a large part of its accuracy when its softmaxes are merged
     if not (g["concat_drop_min"] >= 0.25 and g["concat_acc_max"] < g["concat_acc_heads"]):
         problems.append(f"'much worse' with a smallest drop of {g['concat_drop_min']:.2f}")
+    # the learning-curve caption: "no single-head run learns both relations; every multi-head run does"; the
+    # patterns caption: "the two heads of a two-head model divide the relations between them"
+    if not (g["solved_single"] == 0 and g["solved_multi"] == g["n_multi_runs"]):
+        problems.append("the learning-curve caption says no single-head run and every multi-head run learns both")
+    if g["n_divide_2h"] != g["n_seeds"]:
+        problems.append("the patterns caption says the two heads divide the offsets in every two-head model")
     # "which head tracks which offset changes with the seed"
     if not g["n_role_orders"] >= 2:
         problems.append("the box says head roles change with the seed; every two-head seed has the same assignment")

@@ -18,6 +18,11 @@ def check(glued: dict[str, float | str], nb) -> list[str]:
         problems.append(
             f"'every two-head run solves both relations' with a worst accuracy of {g['ch2_min_acc_2h']:.3f}"
         )
+    # "which head takes which offset is decided by the seed"; the spectra caption: "a few directions"
+    if not g["ch2_role_orders"] >= 2:
+        problems.append("the seed is said to decide which head takes which offset; every seed chose the same")
+    if not g["eff_rank_2h_max"] <= g["ch2_d_head"] / 2:
+        problems.append("the spectra caption says the circuits put most of their weight in a few directions")
     # "not only in this sequence": the order of the pair scores holds in most held-out sequences, in every seed
     if not g["pair_share_min"] >= 0.9:
         problems.append(f"the pair-score order holds in only {g['pair_share_min']:.0%} of sequences for some seed")
