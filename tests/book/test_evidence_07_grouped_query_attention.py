@@ -109,6 +109,13 @@ def test_uptraining_groupings_and_papers_are_checked(changes, expected):
     assert any(expected in p for p in problems), problems
 
 
+def test_averaging_beats_one_head_only_when_every_cell_says_so():
+    summary = "## Summary\n\n- Averaging beats keeping one head; consecutive groups are no different from random ones."
+    assert ch7.check(_glued(first_below=15, conv_cells=15), _nb(BODY, summary, GOOD_QUIZ)) == []
+    problems = ch7.check(_glued(first_below=11, conv_cells=15), _nb(BODY, summary, GOOD_QUIZ))
+    assert any("only 11 of 15 cells" in p for p in problems)
+
+
 def test_one_draw_read_as_a_ranking_and_the_old_quiz_are_caught():
     ranking = _nb("**random groups** comes out on top here, with the best value in 12 of 15 cells.", GOOD_QUIZ)
     assert any("cells won" in p for p in ch7.check(_glued(), ranking))

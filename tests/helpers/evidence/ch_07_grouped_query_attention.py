@@ -89,6 +89,13 @@ def check(glued: dict[str, float | str], nb) -> list[str]:
     )
     if float(glued.get("n_draws", 0)) < 2:
         problems.append("random groupings are one draw: glue n_draws >= 2 and report their spread")
+    if "first_below" in glued and float(glued["first_below"]) < float(glued.get("conv_cells", 0)):
+        summary = " ".join(s for region, s in page.sentences if region == "summary")
+        if "Averaging beats keeping one head" in summary:
+            problems.append(
+                f"the summary says averaging beats keeping one head, but the first head is below both averages in "
+                f"only {glued['first_below']:.0f} of {glued['conv_cells']:.0f} cells"
+            )
     text = " ".join(s for _, s in page.sentences)
     if re.search(r"on top in \d+ of|comes out on top", text):
         problems.append("the page ranks the grouping methods by cells won, not by their spread over draws")
