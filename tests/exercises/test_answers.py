@@ -14,7 +14,7 @@ import torch
 from helpers.nbgrader_course import part_by_function, run_hidden_tests, student_namespace
 
 import manyheads as mh
-from manyheads.course.delegation import suspended
+from manyheads.checks.own_work import suspended
 from manyheads.course.exercises import EXERCISES
 
 BY_STEM = {e.stem: e for e in EXERCISES}

@@ -111,7 +111,7 @@ OVERFLOWS = """def softmax(scores):
 
 
 # Answers that hand Part 2 to the course's own attention, one per route (the own-work rule refuses every one, so the
-# part's 4 points are lost and the report says why); see manyheads.course.delegation.
+# part's 4 points are lost and the report says why); see manyheads.checks.own_work.
 DELEGATING = {
     "direct": """def scaled_dot_product_attention(q, k, v, mask=None):
     return mh.scaled_dot_product_attention(q, k, v, mask)""",
@@ -454,7 +454,7 @@ def run_grade(*args: str, env: dict | None = None, timeout: float = 1200) -> sub
     env = {**os.environ, **(env or {})}
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     return subprocess.run(
-        [sys.executable, "-m", "manyheads.course.grading", "grade", *args],
+        [sys.executable, "-m", "manyheads_grader", "grade", *args],
         capture_output=True,
         text=True,
         env=env,

@@ -2,7 +2,7 @@
 
 Each check calls the student's function through :func:`call_student`, so that only ``NotImplementedError`` (an
 unanswered stub) and ``DelegationError`` (the answer calls the course's own implementation of the part: the
-own-work rule of :mod:`manyheads.course.delegation`, applied here as the grader applies it) escape unchanged and
+own-work rule of :mod:`manyheads.checks.own_work`, applied here as the grader applies it) escape unchanged and
 every other error says which input caused it.
 """
 
@@ -15,7 +15,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from manyheads.course.delegation import DelegationError, answering
+from manyheads.checks.own_work import DelegationError, answering
 
 __all__ = [
     "ATOL",
@@ -54,7 +54,7 @@ def call_student(fn: Callable[..., Any], what: str, *args: Any, **kwargs: Any) -
     shows up here and not only in the grade.
     """
     try:
-        with answering(fn):  # the own-work rule, as the grader applies it (manyheads.course.delegation)
+        with answering(fn):  # the own-work rule, as the grader applies it (manyheads.checks.own_work)
             return fn(*args, **kwargs)
     except (NotImplementedError, DelegationError):
         raise

@@ -48,7 +48,7 @@ HOW_TO_WORK_MARK = "**How to work.**"
 def add_own_work_rule(nb: nbformat.NotebookNode, stem: str) -> bool:
     """Put the own-work paragraph of exercise ``stem`` in the header (after "How to work", else at the end of the
     first markdown cell), replacing an older one. False if ``stem`` is not a known exercise."""
-    from manyheads.course.delegation import rule_paragraph
+    from manyheads.checks.own_work import rule_paragraph
     from manyheads.course.exercises import exercise
 
     try:

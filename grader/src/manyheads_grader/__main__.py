@@ -1,0 +1,5 @@
+import sys
+
+from manyheads_grader.cli import main
+
+sys.exit(main())

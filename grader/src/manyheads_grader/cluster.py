@@ -1,0 +1,139 @@
+"""Grade the chunks of a class on a ``dask.distributed`` cluster (``manyheads grade --scheduler tcp://HOST:PORT``).
+
+Taught in ``instructors/grading.md`` ("Grading on a cluster"). ``runner.grade`` cuts the class into chunks as it
+does locally; here each chunk is one dask task that runs the SAME worker-side code (``worker.Worker``: its own copy
+of the released course, one ``nbgrader autograde`` in the bubblewrap sandbox, then ``generate_feedback``) in a
+temporary folder on whichever machine dask picks. The released course travels with the task (a few hundred KB of
+tar bytes), so the workers need no shared disk: only the same Python environment (``pip install
+"manyheads-grader[cluster]"``, nbgrader, bubblewrap). A task returns the autograded notebooks, feedback HTML, the
+submitted files, its sqlite gradebook (with ``--db postgresql://`` the worker writes the shared gradebook directly)
+and the log; the lead unpacks each result as it completes into ``.work/cluster-K`` and ``runner.grade`` carries on
+as if a local worker had left it there.
+
+A dead worker is dask's business: the task is re-run elsewhere (``retries`` here, the scheduler's
+``distributed.scheduler.allowed-failures`` for workers that die). A chunk that still fails is reported on each of
+its students' rows, never dropped.
+"""
+
+from __future__ import annotations
+
+import io
+import tarfile
+import tempfile
+from pathlib import Path
+
+import nbformat
+
+from manyheads_grader.records import GradingError, Options, Row
+from manyheads_grader.worker import Worker
+
+EXTRA = "cluster"  # pip install "manyheads-grader[cluster]"
+RETRIES = 2  # re-runs of a task that raised (a worker that died counts against allowed-failures instead)
+
+
+def _client(address: str):
+    try:
+        from distributed import Client
+    except ImportError as exc:
+        raise GradingError(
+            f"--scheduler needs dask.distributed, which is not installed: pip install 'manyheads-grader[{EXTRA}]'"
+        ) from exc
+    try:
+        return Client(address, timeout="20s")
+    except (OSError, TimeoutError) as exc:
+        raise GradingError(
+            f"--scheduler {address}: no dask scheduler answers there ({exc}); start one with `dask scheduler`"
+        ) from exc
+
+
+def _pack(folder: Path, names: list[str]) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        for name in names:
+            if (folder / name).exists():
+                tar.add(folder / name, arcname=name)
+    return buf.getvalue()
+
+
+def _unpack(data: bytes, folder: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+        tar.extractall(folder, filter="data")
+
+
+def grade_chunk(course: bytes, assignment: str, db: str, opts: Options, index: int, notebooks: dict) -> dict:
+    """Runs on a dask worker: grade ``notebooks`` (student -> notebook JSON) as a local ``_Worker`` would."""
+    with tempfile.TemporaryDirectory(prefix="mh-dask-") as tmp:
+        _unpack(course, Path(tmp) / "course")
+        worker = Worker(index, Path(tmp) / "course", Path(tmp), assignment, db, opts)
+        try:
+            rows = [Row(s, notebook=nbformat.reads(text, as_version=4)) for s, text in notebooks.items()]
+            worker.autograde(rows)
+            worker.feedback()
+        finally:
+            worker.close()
+        names = ["autograded", "feedback", "gradebook.db", *(p.name for p in worker.root.glob("submitted-*"))]
+        names.append("template.log")  # the report's count of kernels forked from a template
+        return {
+            "files": _pack(worker.root, names),
+            "problems": {r.student_id: r.problems for r in rows},
+            "log": worker.log,
+        }
+
+
+class _Returned(Worker):
+    """A chunk graded on the cluster, unpacked where ``runner.grade`` looks for a local worker's results."""
+
+    def __init__(self, root: Path, assignment: str, db: str, log: list[str]):
+        self.root, self.assignment, self.log, self.rt, self.template = root, assignment, log, None, None
+        self.db = db if db.startswith("postgresql") else f"sqlite:///{root / 'gradebook.db'}"
+
+
+def grade_on_cluster(
+    address: str, master: Path, work: Path, assignment: str, db: str, opts: Options, tasks, where: dict
+) -> list[Worker]:
+    """Grade every chunk in ``tasks`` (a queue of Row lists) on the cluster; fill ``where`` like the local loop."""
+    from distributed import as_completed
+
+    client = _client(address)
+    course = _pack(master, [p.name for p in master.iterdir()])
+    chunks: list[list[Row]] = []
+    while not tasks.empty():
+        chunks.append(tasks.get_nowait())
+    returned = []
+    try:
+        futures = {
+            client.submit(
+                grade_chunk,
+                course,
+                assignment,
+                db,
+                opts,
+                i,  # the sandbox user (when grading as root): distinct for chunks that share a machine
+                {r.student_id: nbformat.writes(r.notebook) for r in chunk},
+                retries=RETRIES,
+                pure=False,
+            ): (i, chunk)
+            for i, chunk in enumerate(chunks)
+        }
+        for future in as_completed(futures):
+            i, chunk = futures[future]
+            try:
+                result = future.result()
+            except Exception as exc:  # KilledWorker after allowed-failures, or the task raised RETRIES + 1 times
+                why = f"{type(exc).__name__}: {str(exc)[:200]}"
+                for row in chunk:
+                    row.problems.append(
+                        f"nbgrader could not grade it: the dask cluster lost it after its retries ({why}); grade "
+                        "it again"
+                    )
+                continue
+            worker = _Returned(work / f"cluster-{i}", assignment, db, result["log"])
+            _unpack(result["files"], worker.root)
+            for row in chunk:
+                row.problems += result["problems"].get(row.student_id, [])
+                where[row.student_id] = worker
+            returned.append(worker)
+    finally:
+        client.close()
+    return returned

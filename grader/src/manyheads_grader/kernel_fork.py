@@ -1,0 +1,375 @@
+"""A template process per grading worker: the heavy imports done once, one forked kernel per student.
+
+Starting a kernel for every notebook costs seconds (a new interpreter imports torch, numpy, IPython and the course
+package) while a student's code usually runs in well under one; that start-up was most of the time a class took to
+grade. So each worker runs one template process, started as a kernel would be (the same sandbox, see
+:mod:`~manyheads_grader.sandbox`), that imports all that once and then, for every kernel nbgrader asks
+for, forks a child that becomes the kernel. No interpreter ever runs two students' code: the template runs none,
+and each child serves one notebook and exits.
+
+In the sandbox (run as root) each child, before any student code:
+
+* gets a mount namespace of its own with a fresh, size-limited ``/home/student`` and ``/tmp`` (tmpfs; ``/tmp`` not
+  writable by the kernel, as in the plain sandbox): nothing one student writes is seen by the next;
+* gets the sandbox's resource limits (memory, CPU seconds, processes, file size, open files, no core dumps);
+* becomes the worker's unprivileged sandbox user (no capabilities, no new privileges, not dumpable), so it cannot
+  signal, trace or read the template, which stays root;
+* applies the kernel's output limit and the assignment's own-work rule, as the plain launcher does.
+
+When the kernel exits, or nbgrader drops it, the template kills every process left in its sandbox (the template's
+PID namespace) before it serves the next kernel. The kernel spec's launcher (:data:`CLIENT`) is a thin client that
+asks the template for a kernel and lives as long as it does; when the template is not there (not started, or it
+died), the client runs the plain launcher instead, so grading never depends on it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import json
+import os
+import re
+import resource
+import select
+import shutil
+import signal
+import socket
+import sys
+import time
+from pathlib import Path
+
+SOCKET_NAME = "template.sock"  # in the worker's runtime folder (bound into the sandbox at the same path)
+# Imported once in the template: what every exercise notebook and the grading kernel need. Not matplotlib.pyplot:
+# importing it picks a backend, which ipykernel sets only when the kernel starts.
+PRELOAD = (
+    "numpy",
+    "torch",
+    "torch.nn.functional",
+    "matplotlib",
+    "ipykernel.kernelapp",
+    "ipykernel.ipkernel",
+    "IPython.core.interactiveshell",
+    "manyheads.attention",
+    "manyheads.checks.own_work",
+)
+# The environment of every kernel in the sandbox (as bwrap's --clearenv/--setenv give the plain launcher).
+SANDBOX_ENV = {
+    "HOME": "/home/student",
+    "MPLCONFIGDIR": "/tmp",
+    "PATH": "/usr/bin:/bin",
+    "LANG": "C.UTF-8",
+    "OMP_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+}
+TMPFS_BYTES = 256 * 1024 * 1024  # each of the child's /tmp and /home/student
+SERVED = "[manyheads template] kernel"  # starts the template's log line for each kernel it forks
+
+_CLONE_NEWNS = 0x00020000
+_MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_REMOUNT = 0x1, 0x2, 0x4, 0x20
+_MS_BIND, _MS_REC, _MS_PRIVATE = 0x1000, 0x4000, 0x40000
+_PR_SET_DUMPABLE, _PR_SET_NO_NEW_PRIVS = 4, 38
+
+
+def cap_output(limit: int) -> None:
+    """Cut every output stream of this kernel after ``limit`` characters (with a note saying so)."""
+    from ipykernel import iostream
+
+    write = iostream.OutStream.write
+
+    def capped(self, text):
+        used = getattr(self, "_mh_used", 0)
+        if used >= limit:
+            return len(text)
+        self._mh_used = used + len(text)
+        if self._mh_used > limit:
+            text = text[: limit - used] + f"\n[output cut by the grader after {limit} characters]\n"
+        return write(self, text)
+
+    iostream.OutStream.write = capped
+
+
+# --- the client: the kernel spec's launcher --------------------------------------------------------------------
+
+# Written next to the kernel spec (sandbox.prepare): the process nbgrader starts and stops as "the kernel". Standard
+# library only, started with -I -S, so it costs milliseconds.
+CLIENT = '''\
+"""Ask the worker's template process for a kernel; run the plain launcher if there is none (manyheads grading)."""
+import json, os, socket, sys
+CONN, EXTRA = sys.argv[1], sys.argv[2:]  # EXTRA: what nbclient adds, e.g. --HistoryManager.hist_file=:memory:
+SOCK = os.path.join(os.path.dirname(CONN), {socket_name!r})
+FALLBACK = {fallback!r}
+def plain():
+    os.execv(FALLBACK[0], FALLBACK + [CONN] + EXTRA)
+try:
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(SOCK)
+    s.sendall(json.dumps({{"connection": CONN, "cwd": os.getcwd(), "extra": EXTRA}}).encode() + b"\\n")
+    f = s.makefile("r")
+    started = json.loads(f.readline() or "{{}}")
+except (OSError, ValueError):
+    plain()
+if "pid" not in started:
+    plain()
+# The kernel runs; this process stands for it until the template says it ended (or nbgrader kills this one,
+# which closes the socket: the template then kills the kernel).
+line = f.readline()
+try:
+    sys.exit(int(json.loads(line).get("exit", 1)) if line else 1)
+except ValueError:
+    sys.exit(1)
+'''
+
+
+def client_source(fallback: list[str]) -> str:
+    """The client script; ``fallback`` is the plain launcher's command (the connection file is appended)."""
+    return CLIENT.format(socket_name=SOCKET_NAME, fallback=list(fallback))
+
+
+# --- the template ------------------------------------------------------------------------------------------------
+
+
+class _Settings(argparse.Namespace):
+    socket: str
+    sandboxed: bool
+    uid: int
+    limits: str
+    assignment: str | None
+
+
+def _libc():
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def _check(result: int, what: str) -> None:
+    if result != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+
+
+def _mount_tmpfs(libc, target: str, mode: str, uid: int) -> None:
+    options = f"size={TMPFS_BYTES},mode={mode},uid={uid},gid={uid}".encode()
+    _check(libc.mount(b"tmpfs", target.encode(), b"tmpfs", 0, options), f"mount tmpfs on {target}")
+
+
+def _unescape(field: str) -> str:
+    """A path as /proc/self/mountinfo writes it (space, tab, newline and backslash as octal escapes)."""
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
+
+
+def mounts_under(folder: str, mountinfo: str) -> list[tuple[str, bool]]:
+    """(mount point, read-only) of the outermost mounts strictly inside ``folder``, from ``mountinfo``'s text, in
+    the order they were mounted. With the environment, the course or nbgrader's runtime folder under /tmp, these are
+    the sandbox's binds of them (see sandbox._sandbox_args), which a fresh /tmp would hide."""
+    found: list[tuple[str, bool]] = []
+    prefix = folder.rstrip("/") + "/"
+    for line in mountinfo.splitlines():
+        fields = line.split()
+        if len(fields) < 6:
+            continue
+        point = _unescape(fields[4])
+        if point.startswith(prefix):
+            found = [(p, ro) for p, ro in found if not p.startswith(point.rstrip("/") + "/")]  # over-mounted
+            if not any(point.startswith(p.rstrip("/") + "/") or point == p for p, _ in found):
+                found.append((point, "ro" in fields[5].split(",")))
+    return found
+
+
+def _fresh_tmp(libc) -> None:
+    """Mount a fresh /tmp (mode 0755, not writable by the kernel, as bwrap --tmpfs gives the plain launcher) and put
+    back, at the same paths and read-only as before, what the sandbox had bound under the old one: the interpreter,
+    the environment, the course package and nbgrader's runtime folder may all live under /tmp (a mktemp clone)."""
+    with open("/proc/self/mountinfo", encoding="utf-8") as f:
+        keep = mounts_under("/tmp", f.read())
+    handles = [(point, ro, os.open(point, os.O_PATH)) for point, ro in keep]  # reachable once /tmp is covered
+    _mount_tmpfs(libc, "/tmp", "0755", 0)
+    for point, ro, handle in handles:
+        source = f"/proc/self/fd/{handle}"
+        parent = os.path.dirname(point)
+        os.makedirs(parent, mode=0o755, exist_ok=True)
+        if os.path.isdir(source):
+            os.makedirs(point, mode=0o755, exist_ok=True)
+        elif not os.path.exists(point):
+            os.close(os.open(point, os.O_CREAT | os.O_WRONLY, 0o644))
+        _check(libc.mount(source.encode(), point.encode(), None, _MS_BIND | _MS_REC, None), f"bind {point}")
+        if ro:
+            flags = _MS_BIND | _MS_REMOUNT | _MS_RDONLY | _MS_NOSUID | _MS_NODEV
+            _check(libc.mount(None, point.encode(), None, flags, None), f"read-only {point}")
+        os.close(handle)
+
+
+def _become_kernel(settings: _Settings, request: dict) -> None:
+    """In the forked child: isolate, limit and drop privileges (sandbox), then run ipykernel. Never returns."""
+    limits = json.loads(settings.limits)
+    connection = request["connection"]
+    for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGPIPE):
+        signal.signal(sig, signal.SIG_DFL)
+    os.setsid()
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    if settings.sandboxed:
+        libc = _libc()
+        uid = settings.uid
+        # The connection file belongs to nbgrader (root, 0600): the kernel reads its own copy.
+        data = Path(connection).read_bytes()
+        _check(libc.unshare(_CLONE_NEWNS), "unshare the mount namespace")
+        _check(libc.mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None), "make mounts private")
+        _fresh_tmp(libc)
+        _mount_tmpfs(libc, "/home/student", "0755", uid)
+        connection = "/home/student/.connection.json"
+        Path(connection).write_bytes(data)
+        os.chown(connection, uid, uid)
+        os.chdir("/home/student")
+        os.environ.clear()
+        os.environ.update(SANDBOX_ENV)
+        for name, value in (
+            ("RLIMIT_AS", limits["memory_bytes"]),
+            ("RLIMIT_CPU", limits["cpu_seconds"]),
+            ("RLIMIT_NPROC", limits["processes"]),
+            ("RLIMIT_FSIZE", limits["file_bytes"]),
+            ("RLIMIT_NOFILE", limits["open_files"]),
+            ("RLIMIT_CORE", 0),
+        ):
+            resource.setrlimit(getattr(resource, name), (value, value))
+        os.setgroups([])
+        os.setresgid(uid, uid, uid)
+        os.setresuid(uid, uid, uid)  # from root to a user: every capability is dropped
+        _check(libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no new privileges")
+        _check(libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0), "not dumpable")
+    else:
+        os.chdir(request.get("cwd") or os.getcwd())
+    cap_output(limits["output_limit"])
+    if settings.assignment:
+        from manyheads.checks.own_work import refuse_delegation
+
+        refuse_delegation(settings.assignment)
+    from ipykernel import kernelapp
+
+    # Only the kernel's own settings that nbclient passes (e.g. an in-memory history), as its stock kernel gets them.
+    extra = [a for a in request.get("extra", []) if isinstance(a, str) and a.startswith("--") and "=" in a]
+    sys.argv = [sys.executable, "-f", connection, *extra]
+    try:
+        kernelapp.launch_new_instance(argv=["-f", connection, *extra])
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    os._exit(0)
+
+
+def _zombie(pid: str) -> bool:
+    """Whether the process has exited and waits to be reaped (or is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return True
+    return stat[stat.rindex(b")") + 2 :].split()[0] in (b"Z", b"X")
+
+
+def _kill_leftovers(keep: set[int]) -> None:
+    """Kill every process in this sandbox but ``keep`` (the template, bwrap's init): what a kernel left running.
+    Looks again until none is left, since a process may fork (or double-fork) while the others are killed."""
+    for _ in range(100):
+        left = [int(e) for e in os.listdir("/proc") if e.isdigit() and int(e) not in keep and not _zombie(e)]
+        alive = False
+        for pid in left:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                alive = True
+            except (ProcessLookupError, PermissionError):
+                pass
+        while True:  # reap our own children among them
+            try:
+                if os.waitpid(-1, os.WNOHANG)[0] == 0:
+                    break
+            except ChildProcessError:
+                break
+        if not alive:
+            break
+        time.sleep(0.01)
+
+
+def _clean_runtime(folder: Path, uid: int) -> None:
+    """Remove what an earlier kernel (the sandbox user) left in the runtime folder: nothing passes to the next one."""
+    for entry in folder.iterdir():
+        try:
+            if entry.lstat().st_uid == uid and entry.name != SOCKET_NAME:
+                shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
+        except OSError:
+            pass
+
+
+def _serve_one(settings: _Settings, conn: socket.socket, keep: set[int]) -> None:
+    reader = conn.makefile("r")
+    try:
+        request = json.loads(reader.readline() or "{}")
+        connection = request["connection"]
+    except (ValueError, KeyError):
+        return
+    if settings.sandboxed:
+        _clean_runtime(Path(connection).parent, settings.uid)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            conn.close()
+            _become_kernel(settings, request)
+        except BaseException as exc:  # the child must never return into the server loop
+            print(f"[manyheads template] kernel start failed: {exc!r}", file=sys.stderr, flush=True)
+        os._exit(70)
+    print(f"{SERVED} {pid}", file=sys.stderr, flush=True)  # the runner counts these (the report says how many)
+    conn.sendall(json.dumps({"pid": pid}).encode() + b"\n")
+    status = None
+    while status is None:
+        done, code = os.waitpid(pid, os.WNOHANG)
+        if done:
+            status = os.waitstatus_to_exitcode(code)
+            break
+        readable, _, _ = select.select([conn], [], [], 0.05)
+        if readable and not conn.recv(1, socket.MSG_PEEK):  # nbgrader dropped the kernel (the client died)
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            status = -9
+    try:  # whatever the kernel started and left running: its process group, and in the sandbox everything else
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    if settings.sandboxed:
+        _kill_leftovers(keep)
+    try:
+        conn.sendall(json.dumps({"exit": status if status >= 0 else 128 - status}).encode() + b"\n")
+    except OSError:
+        pass
+
+
+def serve(settings: _Settings) -> None:
+    """Import :data:`PRELOAD`, then serve one kernel at a time on ``settings.socket`` until killed."""
+    started = time.perf_counter()
+    for module in PRELOAD:
+        __import__(module)
+    path = Path(settings.socket)
+    path.unlink(missing_ok=True)
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(path))
+    server.listen(8)
+    keep = {os.getpid(), 1}
+    print(f"[manyheads template] ready in {time.perf_counter() - started:.1f} s", file=sys.stderr, flush=True)
+    while True:
+        conn, _ = server.accept()
+        with conn:
+            _serve_one(settings, conn, keep)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--socket", required=True)
+    parser.add_argument("--sandboxed", action="store_true")
+    parser.add_argument("--uid", type=int, default=0)
+    parser.add_argument("--limits", required=True, help="the sandbox's Limits as JSON")
+    parser.add_argument("--assignment")
+    settings = parser.parse_args(argv, namespace=_Settings())
+    if settings.sandboxed:
+        _check(_libc().prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0), "not dumpable")
+    serve(settings)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,608 @@
+"""What ``manyheads grade`` writes for the instructor: OUT/grades.csv, OUT/report.md and OUT/report.html.
+
+grades.csv has one row per student. The report (Markdown, and the same in a self-contained HTML page with figures)
+has the summary, then per graded part its points, the score distribution and the item analysis (how many students
+failed the part's test and the messages the test raised, identical ones grouped and counted, so that a common
+misconception shows), then what needs a human: the submissions with the reason, the parts the own-work rule zeroed
+and the integrity flags (flags.py; no points deducted). The LMS section (``lms.report_section``) comes last.
+The HTML loads nothing: inline CSS, PNG figures as data URIs, no script, and a Content-Security-Policy that forbids
+any request. Taught on the instructors' page ``instructors/grading.md``.
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import html
+import io
+import re
+import statistics
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from manyheads_grader import feedback, versions
+
+COLUMNS = ["student_id", "score", "max_score", "status", "problems"]
+FLAGS_TITLE = "Integrity flags (no points deducted)"
+MAX_MESSAGE = 300  # characters of a failure message kept in the report (tensor printouts can be long)
+TOP_MESSAGES = 5  # messages listed per part; the rest are counted
+NO_MESSAGE = "(no error message: the test gave fewer points than it is worth)"
+# Okabe & Ito's colour-blind-safe palette; the bars also carry hatching, so the colours are never the only cue.
+COLOURS = {"full": "#0072B2", "partial": "#E69F00", "zero": "#D55E00", "not scored": "#999999"}
+HATCHES = {"full": "", "partial": "//", "zero": "xx", "not scored": ".."}
+
+
+def _num(value) -> str:
+    return "" if value is None else f"{value:g}"
+
+
+CSV_PROBLEM = 120  # characters of each problem in grades.csv; the report has them in full
+
+
+def _middle_cut(text: str, limit: int) -> str:
+    """The start and the end of ``text`` (what happened, and what was done about it), the middle left out."""
+    tail = limit // 3  # the start says more (whose file, what kind of problem)
+    return text[: limit - tail - 1].rstrip() + "…" + text[-tail:].lstrip()
+
+
+def short_problems(problems: list[str]) -> str:
+    """grades.csv's problems cell: each problem cut to :data:`CSV_PROBLEM` characters, its middle left out (a
+    spreadsheet cell stays readable), and a pointer to the report when anything was cut."""
+    cut = [p if len(p) <= CSV_PROBLEM else _middle_cut(p, CSV_PROBLEM) for p in problems]
+    return "; ".join(cut) + (" (in full in report.md)" if cut != list(problems) else "")
+
+
+def write_csv(path: Path, rows, test_ids: list[str]) -> None:
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        writer = csv.writer(f)
+        writer.writerow(COLUMNS + test_ids)
+        for row in sorted(rows, key=lambda r: r.student_id):
+            writer.writerow(
+                [row.student_id, _num(row.score), _num(row.max_score), row.status, short_problems(row.problems)]
+                + [_num(row.tests.get(g)) for g in test_ids]
+            )
+
+
+def read_csv(path: Path) -> dict[str, dict[str, str]]:
+    with open(path, newline="", encoding="utf-8") as f:
+        return {r["student_id"]: r for r in csv.DictReader(f)}
+
+
+def who(row) -> str:
+    """A student as the report names them: "Name (id)" when the LMS gave a name, else the id."""
+    name = getattr(row, "name", "")
+    return f"{name} ({row.student_id})" if name else row.student_id
+
+
+def needs_human(row) -> bool:
+    """Failed or repaired, a test nbgrader could not score, or anything about the own-work rule."""
+    return row.status != "graded" or any(p.startswith(("needs a manual look", "own work")) for p in row.problems)
+
+
+def failures(nb) -> dict[str, str]:
+    """{test id: the message its test raised} for each autograded test cell of a graded notebook that raised."""
+    return {p.grade_id: p.message for p in feedback.parts_of(nb) if p.kind == "test" and p.message}
+
+
+def _message(text: str) -> str:
+    """One line, cut: identical failures group however the traceback printed them."""
+    text = re.sub(r"\s+", " ", text).strip()
+    return text if len(text) <= MAX_MESSAGE else text[: MAX_MESSAGE - 1] + "…"
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# the figures the report is made of
+
+
+@dataclass
+class PartResults:
+    """One graded part (an autograded test cell) over the class: the distribution and the item analysis."""
+
+    test_id: str
+    points: float
+    scores: list[float] = field(default_factory=list)  # of the students it was scored for
+    unscored: int = 0  # graded notebooks where nbgrader gave the part no automatic score
+    zeroed: int = 0  # of the failures: no points by the own-work rule
+    messages: list[tuple[str, int]] = field(default_factory=list)  # most common first
+
+    @property
+    def full(self) -> int:
+        return sum(s >= self.points for s in self.scores)
+
+    @property
+    def zero(self) -> int:
+        return sum(s <= 0 for s in self.scores)
+
+    @property
+    def partial(self) -> int:
+        return len(self.scores) - self.full - self.zero
+
+    @property
+    def failed(self) -> int:
+        return len(self.scores) - self.full
+
+    @property
+    def mean(self) -> float | None:
+        return statistics.fmean(self.scores) if self.scores else None
+
+
+def parts(rows, facts: dict) -> list[PartResults]:
+    """Per graded part, over the notebooks that were graded (a failed submission has no part scores)."""
+    graded = [r for r in rows if r.status != "failed"]
+    found = []
+    for test_id, points in facts["points"].items():
+        part = PartResults(test_id, float(points))
+        counted: Counter = Counter()
+        for row in graded:
+            score = row.tests.get(test_id)
+            if score is None:
+                part.unscored += 1
+                continue
+            part.scores.append(float(score))
+            if score < points:
+                part.zeroed += test_id in getattr(row, "zeroed", {})
+                counted[_message(getattr(row, "failures", {}).get(test_id, "")) or NO_MESSAGE] += 1
+        part.messages = sorted(counted.items(), key=lambda kv: (-kv[1], kv[0] == NO_MESSAGE, kv[0]))
+        found.append(part)
+    return found
+
+
+@dataclass
+class Summary:
+    students: int
+    counts: dict[str, int]
+    scored: list[float]
+    max_score: float
+
+    @property
+    def mean(self) -> float | None:
+        return statistics.fmean(self.scored) if self.scored else None
+
+    @property
+    def median(self) -> float | None:
+        return statistics.median(self.scored) if self.scored else None
+
+
+def summary(rows, facts: dict) -> Summary:
+    return Summary(
+        len(rows),
+        {s: sum(r.status == s for r in rows) for s in ("graded", "repaired", "failed")},
+        [r.score for r in rows if r.score is not None],
+        float(sum(facts["points"].values())),
+    )
+
+
+IDENTICAL = "identical answer: "  # starts the flags that the report shows grouped (flags.identical_groups)
+
+
+def _flags(rows, facts: dict | None = None) -> list[tuple[str, str]]:
+    """(student as named, flag) for each flag; identical answers once per group (when the facts have the groups)."""
+    grouped = bool((facts or {}).get("identical") is not None)
+    return [
+        (who(r), flag) for r in rows for flag in getattr(r, "flags", []) if not (grouped and flag.startswith(IDENTICAL))
+    ]
+
+
+def _groups(rows, facts: dict) -> list[str]:
+    """One line per group of identical answers, with its size and the students by name and id."""
+    names = {r.student_id: who(r) for r in rows}
+    lines = []
+    for g in facts.get("identical") or []:
+        students = ", ".join(names.get(s, s) for s in g["students"])
+        n = len(g["students"])
+        who_ = f"{n} student{'s' if n != 1 else ''}: {students}"
+        if g["reference"]:
+            lines.append(f"{IDENTICAL}answer cell {g['part']} is the published reference solution, handed in by {who_}")
+        else:
+            lines.append(f"{IDENTICAL}answer cell {g['part']}: the same code from {who_}")
+        lines[-1] += f" (comments, docstrings and blank lines aside; it starts `{g['starts']}`)"
+    return lines
+
+
+def _zeroed(rows) -> list[tuple[str, str, str]]:
+    return [(who(r), test, why) for r in rows for test, why in sorted(getattr(r, "zeroed", {}).items())]
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Markdown
+
+
+def _md(text: str) -> str:
+    """Text from a submission (a problem, a flag's evidence), safe in Markdown: a renderer shows it, never runs it."""
+    return html.escape(str(text), quote=False).replace("\n", " ")
+
+
+def _cell(text: str) -> str:
+    return _md(text).replace("|", "\\|")
+
+
+def _code(text: str) -> str:
+    """A Markdown code span (shown literally, HTML included) around text that may hold backticks."""
+    fence = "`" * (max((len(r) for r in re.findall(r"`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def write_report(path: Path, rows, facts: dict) -> None:
+    rows = sorted(rows, key=lambda r: r.student_id)
+    s = summary(rows, facts)
+    lines = [
+        f"# Grading report: {facts['assignment']}",
+        "",
+        f"{s.students} students: {s.counts['graded']} graded, {s.counts['repaired']} graded after a repair, "
+        f"{s.counts['failed']} failed. Automatic points out of {s.max_score:g} "
+        f"({', '.join(f'{g} {p:g}' for g, p in facts['points'].items())}); written answers are graded by hand "
+        "in nbgrader's formgrader on `OUT/course` and are not in these scores.",
+        "",
+        f"Mean score {s.mean:.2f} over {len(s.scored)} graded notebooks; median {s.median:g}."
+        if s.scored
+        else "No notebook could be graded.",
+        "",
+        f"Graded with {facts['jobs']} job(s), sandbox {'on' if facts['sandbox'] else 'OFF'}, "
+        f"{facts.get('forked_kernels', 0)} kernel(s) forked from a template process, "
+        f"{facts['db']} gradebook, in {facts['seconds']:.0f} s.",
+        "",
+        *([f"Preflight: {facts['preflight']}.", ""] if facts.get("preflight") else []),
+        "## Parts",
+        "",
+        "Over the graded notebooks. Failures: the students who did not get the part's full points, with the "
+        "messages the part's test raised (identical messages counted together).",
+        "",
+        "| part | points | mean | full | partial | zero | not scored |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    found = parts(rows, facts)
+    for p in found:
+        mean = "" if p.mean is None else f"{p.mean:.2f}"
+        lines.append(
+            f"| {_cell(p.test_id)} | {p.points:g} | {mean} | {p.full} | {p.partial} | {p.zero} | {p.unscored} |"
+        )
+    lines += ["", "### Item analysis", ""]
+    for p in found:
+        own = f", {p.zeroed} of them by the own-work rule" if p.zeroed else ""
+        lines.append(f"- **{p.test_id}**: failed by {p.failed} of {len(p.scores)}{own}.")
+        lines += [f"  - {n} × {_code(m)}" for m, n in p.messages[:TOP_MESSAGES]]
+        if len(p.messages) > TOP_MESSAGES:
+            rest = sum(n for _, n in p.messages[TOP_MESSAGES:])
+            lines.append(f"  - {rest} more, with {len(p.messages) - TOP_MESSAGES} other messages")
+    lines += ["", "## Needs a human", ""]
+    todo = [r for r in rows if needs_human(r)]
+    if todo:
+        lines += ["| student | status | score | why |", "|---|---|---|---|"]
+        for r in todo:
+            why = _cell("; ".join(r.problems))
+            lines.append(f"| {_cell(who(r))} | {r.status} | {_num(r.score)} | {why} |")
+    else:
+        lines.append("Nothing: every submission was graded without a repair.")
+    zeroed = _zeroed(rows)
+    if zeroed:
+        lines += [
+            "",
+            "## Parts given no points by the own-work rule",
+            "",
+            "The answer called the course's own implementation of the part (evidence: the error its test raised).",
+            "",
+        ]
+        lines += [f"- {_md(student)}, {test}: {_md(why)}" for student, test, why in zeroed]
+    flagged, groups = _flags(rows, facts), _groups(rows, facts)
+    lines += ["", f"## {FLAGS_TITLE}", ""]
+    if flagged or groups:
+        lines += ["For a human to look at, each with its evidence; a flag changes no score.", ""]
+        lines += [f"- {_md(student)}: {_md(flag)}" for student, flag in flagged]
+        lines += [f"- {_md(line)}" for line in groups]
+    else:
+        lines.append("None.")
+    labels = {r.student_id: who(r) for r in rows}
+    version_lines = versions.report_lines(facts, lambda s: _md(labels.get(s, s)))
+    if version_lines:
+        lines += ["", *version_lines]
+    if facts.get("skipped"):
+        lines += ["", "## Files that belong to no student (not graded)", ""]
+        lines += [f"- `{name}`" for name in facts["skipped"]]
+    notes = [r for r in rows if r.status == "graded" and r.problems and not needs_human(r)]
+    if notes:
+        lines += ["", "## Notes on graded submissions", ""]
+        lines += [f"- {_md(who(r))}: {_md('; '.join(r.problems))}" for r in notes]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# HTML: one file, nothing loaded from anywhere
+
+
+CSS = """
+:root { color-scheme: light; }
+body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; line-height: 1.45; margin: 0;
+  color: #1a1a1a; background: #fff; }
+main { max-width: 60rem; margin: 0 auto; padding: 1rem; }
+h1 { font-size: 1.5rem; } h2 { font-size: 1.25rem; margin-top: 2rem; border-bottom: 1px solid #ccc; }
+h3 { font-size: 1.05rem; margin-top: 1.5rem; }
+.scroll { overflow-x: auto; -webkit-overflow-scrolling: touch; }
+table { border-collapse: collapse; margin: .5rem 0; }
+th, td { border: 1px solid #bbb; padding: .25rem .5rem; text-align: left; vertical-align: top; }
+th { background: #eef2f6; }
+td.n { text-align: right; font-variant-numeric: tabular-nums; }
+code { font-family: ui-monospace, Menlo, Consolas, monospace; font-size: .9em; overflow-wrap: anywhere; }
+td:first-child code { white-space: nowrap; overflow-wrap: normal; }
+figure { margin: 1rem 0; } figure img { max-width: 100%; height: auto; }
+figcaption { font-size: .9rem; color: #444; }
+dl { display: grid; grid-template-columns: max-content minmax(0, 1fr); gap: .2rem 1rem; }
+dt { font-weight: 600; } dd { margin: 0; overflow-wrap: anywhere; }
+h1, h2, h3, p, li { overflow-wrap: anywhere; }
+"""
+CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
+
+
+def _e(text) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def _table(header: list[str], body: list[list[str]], numeric: set[int] = frozenset(), caption: str = "") -> str:
+    """A table whose cells are already HTML; it scrolls sideways on a narrow screen rather than the page."""
+    head = "".join(f'<th scope="col">{h}</th>' for h in header)
+    trs = "".join(
+        "<tr>" + "".join(f"<td{' class=n' if i in numeric else ''}>{c}</td>" for i, c in enumerate(r)) + "</tr>"
+        for r in body
+    )
+    cap = f"<caption>{caption}</caption>" if caption else ""
+    return f'<div class="scroll"><table>{cap}<thead><tr>{head}</tr></thead><tbody>{trs}</tbody></table></div>'
+
+
+def _png(fig) -> str:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=100, metadata={"Software": None})
+    return base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def _figure(fig, alt: str, caption: str) -> str:
+    return (
+        f'<figure><img src="data:image/png;base64,{_png(fig)}" alt="{_e(alt)}">'
+        f"<figcaption>{_e(caption)}</figcaption></figure>"
+    )
+
+
+def _counts(values: list[float]) -> list[tuple[float, int]]:
+    return sorted(Counter(values).items())
+
+
+def _students(n: int) -> str:
+    return f"{n} student{'s' if n != 1 else ''}"
+
+
+def _histogram(values: list[float], top: float, label: str, size=(6, 2.4)) -> tuple[object, str]:
+    """Bars of how many students got each score (scores are few and discrete, so one bar per value)."""
+    from matplotlib.figure import Figure  # no pyplot: the caller's matplotlib state stays as it is
+
+    counts = _counts(values)
+    gaps = [b - a for (a, _), (b, _) in zip(counts, counts[1:])]
+    width = min([top / 10] + [g * 0.8 for g in gaps]) if top > 0 else 0.8
+    fig = Figure(figsize=size, layout="constrained")
+    ax = fig.add_subplot()
+    for value, n in counts:
+        kind = "full" if value >= top else "zero" if value <= 0 else "partial"
+        ax.bar(value, n, width=width, color=COLOURS[kind], hatch=HATCHES[kind], edgecolor="black", linewidth=0.5)
+    ax.set_xticks(sorted({0.0, top, *(v for v, _ in counts)}))
+    ax.set_xlim(min(0.0, counts[0][0]) - width, max(top, counts[-1][0]) + width)
+    ax.set_xlabel(label)
+    ax.set_ylabel("students")
+    ax.yaxis.get_major_locator().set_params(integer=True)
+    ax.spines[["top", "right"]].set_visible(False)
+    alt = f"Bar chart of {label}: " + "; ".join(f"{_students(n)} scored {v:g}" for v, n in counts) + "."
+    return fig, alt
+
+
+def _parts_figure(found: list[PartResults]) -> tuple[object, str]:
+    """One stacked bar per part: full / partial / zero / not scored, so the hard parts stand out."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(6, 0.5 + 0.45 * len(found)), layout="constrained")
+    ax = fig.add_subplot()
+    names = [p.test_id for p in found][::-1]
+    left = [0] * len(found)
+    for kind in COLOURS:
+        n = [{"full": p.full, "partial": p.partial, "zero": p.zero, "not scored": p.unscored}[kind] for p in found][
+            ::-1
+        ]
+        if any(n):
+            ax.barh(names, n, left=left, color=COLOURS[kind], hatch=HATCHES[kind], edgecolor="black", lw=0.5)
+            ax.bar_label(
+                ax.containers[-1],
+                labels=[str(v) if v else "" for v in n],
+                label_type="center",
+                fontsize=9,
+                bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none"},  # legible over the hatching
+            )
+            ax.containers[-1].set_label(kind)
+            left = [a + b for a, b in zip(left, n)]
+    ax.set_xlabel("students")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.35 if len(found) > 2 else -0.6), ncols=4, frameon=False)
+    ax.spines[["top", "right"]].set_visible(False)
+    alt = "Stacked bars, one per part, of how many students got full, partial, zero points or no score: " + "; ".join(
+        f"{p.test_id}: {p.full} full, {p.partial} partial, {p.zero} zero, {p.unscored} not scored" for p in found
+    )
+    return fig, alt + "."
+
+
+def _inline_md(text: str) -> str:
+    """Escaped text with Markdown's `code` and **bold**: all the LMS section and this report's lines use."""
+    out = []
+    for i, piece in enumerate(text.split("`")):
+        if i % 2:
+            out.append(f"<code>{_e(piece)}</code>")
+        else:
+            out.append(re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", _e(piece)))
+    return "".join(out)
+
+
+def markdown_html(lines: list[str]) -> str:
+    """The few Markdown blocks ``lms.report_section`` writes (headings, paragraphs, lists, pipe tables), escaped."""
+    out: list[str] = []
+    block: list[str] = []
+    kind = ""
+
+    def flush() -> None:
+        nonlocal block, kind
+        if kind == "p":
+            out.append(f"<p>{'<br>'.join(_inline_md(b) for b in block)}</p>")
+        elif kind == "ul":
+            out.append("<ul>" + "".join(f"<li>{_inline_md(b[2:])}</li>" for b in block) + "</ul>")
+        elif kind == "table":
+            cells = [
+                [c.strip().replace("\\|", "|") for c in re.split(r"(?<!\\)\|", b.strip().strip("|"))] for b in block
+            ]
+            body = [r for r in cells[1:] if not all(re.fullmatch(r":?-+:?", c) for c in r)]
+            out.append(_table([_inline_md(c) for c in cells[0]], [[_inline_md(c) for c in r] for r in body]))
+        block, kind = [], ""
+
+    for line in lines:
+        heading = re.match(r"(#{1,6}) (.*)", line)
+        now = "table" if line.startswith("|") else "ul" if line.startswith("- ") else "p" if line.strip() else ""
+        if heading or now != kind:
+            flush()
+        if heading:
+            level = min(len(heading.group(1)), 6)
+            out.append(f"<h{level}>{_inline_md(heading.group(2))}</h{level}>")
+        elif now:
+            block.append(line)
+            kind = now
+    flush()
+    return "\n".join(out)
+
+
+def write_html(path: Path, rows, facts: dict, extra: list[str] = ()) -> None:
+    """OUT/report.html: the report with figures, self-contained; ``extra``: Markdown lines to end with (LMS)."""
+    rows = sorted(rows, key=lambda r: r.student_id)
+    s = summary(rows, facts)
+    found = parts(rows, facts)
+    title = f"Grading report: {facts['assignment']}"
+    body = [f"<h1>{_e(title)}</h1>", '<section id="summary"><h2>Summary</h2><dl>']
+    facts_list = [
+        (
+            "Students",
+            f"{s.students}: {s.counts['graded']} graded, {s.counts['repaired']} graded after a repair, "
+            f"{s.counts['failed']} failed",
+        ),
+        (
+            "Automatic points",
+            f"{s.max_score:g} ({', '.join(f'{g} {p:g}' for g, p in facts['points'].items())}); "
+            "written answers are graded by hand in nbgrader's formgrader on OUT/course",
+        ),
+        ("Mean", f"{s.mean:.2f} over {len(s.scored)} graded notebooks" if s.scored else "no notebook was graded"),
+        ("Median", f"{s.median:g}" if s.scored else "–"),
+        ("Time", f"{facts['seconds']:.0f} s"),
+        ("Jobs", str(facts["jobs"])),
+        ("Sandbox", "on" if facts["sandbox"] else "OFF (trusted code only)"),
+        ("Kernels forked from a template", str(facts.get("forked_kernels", 0))),
+        ("Gradebook", str(facts["db"])),
+        *([("Preflight", str(facts["preflight"]))] if facts.get("preflight") else []),
+    ]
+    body += [f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in facts_list]
+    body.append("</dl>")
+    if s.scored:
+        fig, alt = _histogram(s.scored, s.max_score, f"total score (out of {s.max_score:g})")
+        body.append(_figure(fig, alt, "How many students got each total score."))
+    body.append("</section>")
+
+    body += ['<section id="parts"><h2>Parts</h2>', "<p>Over the graded notebooks.</p>"]
+    if found and any(p.scores or p.unscored for p in found):
+        fig, alt = _parts_figure(found)
+        body.append(_figure(fig, alt, "Full, partial and zero points per part."))
+    body.append(
+        _table(
+            ["part", "points", "mean", "full", "partial", "zero", "not scored", "failed"],
+            [
+                [
+                    f"<code>{_e(p.test_id)}</code>",
+                    f"{p.points:g}",
+                    "" if p.mean is None else f"{p.mean:.2f}",
+                    *(str(v) for v in (p.full, p.partial, p.zero, p.unscored, p.failed)),
+                ]
+                for p in found
+            ],
+            numeric={1, 2, 3, 4, 5, 6, 7},
+        )
+    )
+    body.append(
+        '<h3 id="item-analysis">Item analysis</h3><p>Per part, the students who did not get its full points and '
+        "the messages its test raised, identical messages counted together: a message many students share is a "
+        "common misconception.</p>"
+    )
+    for p in found:
+        own = f", {p.zeroed} of them by the own-work rule" if p.zeroed else ""
+        body.append(
+            f'<h3 id="part-{_e(p.test_id)}"><code>{_e(p.test_id)}</code> ({p.points:g} points)</h3>'
+            f"<p>Failed by {p.failed} of {len(p.scores)}{_e(own)}; mean "
+            f"{'–' if p.mean is None else f'{p.mean:.2f}'}.</p>"
+        )
+        if p.scores:
+            fig, alt = _histogram(p.scores, p.points, f"score on {p.test_id} (out of {p.points:g})", (4.5, 1.8))
+            body.append(_figure(fig, alt, f"How many students got each score on {p.test_id}."))
+        if p.messages:
+            shown = [[str(n), f"<code>{_e(m)}</code>"] for m, n in p.messages[:TOP_MESSAGES]]
+            if len(p.messages) > TOP_MESSAGES:
+                rest = sum(n for _, n in p.messages[TOP_MESSAGES:])
+                shown.append([str(rest), _e(f"{len(p.messages) - TOP_MESSAGES} other messages")])
+            body.append(_table(["students", "message the test raised"], shown, numeric={0}))
+    body.append("</section>")
+
+    body.append('<section id="needs-human"><h2>Needs a human</h2>')
+    todo = [r for r in rows if needs_human(r)]
+    if todo:
+        body.append(
+            _table(
+                ["student", "status", "score", "why"],
+                [[_e(who(r)), _e(r.status), _num(r.score), _e("; ".join(r.problems))] for r in todo],
+                numeric={2},
+            )
+        )
+    else:
+        body.append("<p>Nothing: every submission was graded without a repair.</p>")
+    body.append("</section>")
+    zeroed = _zeroed(rows)
+    if zeroed:
+        body.append(
+            '<section id="own-work"><h2>Parts given no points by the own-work rule</h2><p>The answer called the '
+            "course's own implementation of the part (evidence: the error its test raised).</p>"
+        )
+        body.append(
+            _table(["student", "part", "evidence"], [[_e(a), f"<code>{_e(b)}</code>", _e(c)] for a, b, c in zeroed])
+        )
+        body.append("</section>")
+    flagged, groups = _flags(rows, facts), _groups(rows, facts)
+    body.append(f'<section id="integrity-flags"><h2>{_e(FLAGS_TITLE)}</h2>')
+    if flagged or groups:
+        body.append("<p>For a human to look at, each with its evidence; a flag changes no score.</p>")
+        if flagged:
+            body.append(_table(["student", "flag"], [[_e(a), _inline_md(b)] for a, b in flagged]))
+        if groups:
+            body.append(
+                "<h3>Identical answers</h3><ul>" + "".join(f"<li>{_inline_md(g)}</li>" for g in groups) + "</ul>"
+            )
+    else:
+        body.append("<p>None.</p>")
+    body.append("</section>")
+    labels = {r.student_id: who(r) for r in rows}
+    version_lines = versions.report_lines(facts, lambda s: labels.get(s, s).replace("`", "'"))
+    if version_lines:
+        body.append(f'<section id="versions">{markdown_html(version_lines)}</section>')
+    if facts.get("skipped"):
+        body.append('<section id="skipped"><h2>Files that belong to no student (not graded)</h2><ul>')
+        body += [f"<li><code>{_e(name)}</code></li>" for name in facts["skipped"]]
+        body.append("</ul></section>")
+    notes = [r for r in rows if r.status == "graded" and r.problems and not needs_human(r)]
+    if notes:
+        body.append('<section id="notes"><h2>Notes on graded submissions</h2>')
+        body.append(_table(["student", "note"], [[_e(who(r)), _e("; ".join(r.problems))] for r in notes]))
+        body.append("</section>")
+    if extra:
+        body.append(f'<section id="lms">{markdown_html(list(extra))}</section>')
+    page = (
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">\n'
+        f"<title>{_e(title)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n<main>\n"
+        + "\n".join(body)
+        + "\n</main>\n</body>\n</html>\n"
+    )
+    path.write_text(page, encoding="utf-8")

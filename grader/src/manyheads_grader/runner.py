@@ -1,0 +1,292 @@
+"""Grade a class with real nbgrader: a master course, worker copies graded in parallel, one merged gradebook.
+
+Layout under ``OUT/.work`` (scratch, removed at the end unless ``keep_work``):
+
+* ``course/``   nbgrader_config.py, solutions/ASSIGNMENT, exercises/ASSIGNMENT (regenerated with the gradebook);
+* ``worker-K/`` a copy of ``course/`` per job. Each takes chunks of students from a shared queue and runs one
+  ``nbgrader autograde`` per chunk (a fresh ``submitted-N/`` folder each time), then ``generate_feedback`` once.
+
+With sqlite each worker has its own copy of the gradebook (sqlite is not safe for concurrent writers) and the
+copies are merged row by row into ``OUT/course/gradebook.db`` at the end; nbgrader's ids are UUIDs, so rows never
+collide. With ``--db postgresql://…`` every worker (and every machine) writes to the one database directly.
+``OUT/course`` is a normal nbgrader course (autograded notebooks, gradebook), so ``nbgrader formgrader`` and the
+rest of the stock CLI work on it for the written answers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import queue
+import shutil
+import sys
+import threading
+import time
+from pathlib import Path
+
+import nbformat
+
+from manyheads.course.layout import CourseLayout
+from manyheads_grader import (
+    budget,
+    cluster,
+    feedback,
+    gradebook,
+    notebooks,
+    own_work,
+    preflight,
+    progress,
+    repair,
+    report,
+    review_flags,
+    sandbox,
+    versions,
+)
+from manyheads_grader.nbgrader_command import nbgrader
+from manyheads_grader.processes import no_leftovers
+from manyheads_grader.records import FEEDBACK_DIR, GradingError, Options, Row
+from manyheads_grader.submissions import collect as collect_submissions
+from manyheads_grader.worker import Worker
+
+__all__ = [
+    "find_course",
+    "release_course",
+    "check_submissions",
+    "grade",
+    "FEEDBACK_DIR",
+    "GradingError",
+    "Options",
+    "Row",
+]
+
+CONFIG_FILE = CourseLayout.CONFIG_FILE
+
+
+def find_course(assignment: str, course: Path | None = None) -> Path:
+    """The course holding solutions/ASSIGNMENT: ``course``, else the current folder, else this checkout."""
+    from manyheads.course.layout import REPO_ROOT, CourseLayout, CourseNotFound
+
+    candidates = [Path(course)] if course else [Path.cwd(), REPO_ROOT]
+    for root in candidates:
+        layout = CourseLayout(root)
+        if layout.is_course():
+            try:
+                return layout.require(assignment).root.resolve()
+            except CourseNotFound as exc:
+                raise GradingError(str(exc)) from exc
+    raise GradingError(f"no nbgrader course (nbgrader_config.py + solutions/) in {', '.join(map(str, candidates))}")
+
+
+def release_course(source: Path, assignment: str, work: Path, db: str) -> nbformat.NotebookNode:
+    """Copy the course's config and the assignment's source into ``work`` and release it with the gradebook."""
+    work.mkdir(parents=True)
+    shutil.copy2(source / CONFIG_FILE, work / CONFIG_FILE)
+    shutil.copytree(source / "solutions" / assignment, work / "solutions" / assignment)
+    # In a shared gradebook that already holds the assignment, another grader may be autograding right now:
+    # re-releasing would rewrite the rows its submissions point to, so only the files are generated (--no-db).
+    no_db = ["--no-db"] if db.startswith("postgresql") and gradebook.released(db, assignment) else []
+    for attempt in range(3):  # a shared PostgreSQL gradebook: another grader may be releasing at the same moment
+        status, output = nbgrader(work, "generate_assignment", assignment, "--force", *no_db, db=db)
+        if status == 0 or not db.startswith("postgresql"):
+            break
+        time.sleep(2 + 3 * attempt)
+    if status != 0:
+        raise GradingError(f"nbgrader generate_assignment {assignment} failed:\n{output[-3000:]}")
+    return nbformat.read(work / "exercises" / assignment / f"{assignment}.ipynb", as_version=4)
+
+
+def check_submissions(
+    submissions: Path, release: nbformat.NotebookNode, assignment: str, pattern: str | None, lms: str = "auto"
+) -> tuple[list[Row], list[str]]:
+    """Collect and check every student's files: one Row each (with the notebook to grade, or failed)."""
+    subs, skipped = collect_submissions(submissions, pattern, lms)
+    rows = []
+    for sub in subs:
+        row = Row(sub.student_id, problems=list(sub.problems), name=sub.name)
+        checked = {name: (repair.check(data, release, assignment), mtime) for name, (data, mtime) in sub.files.items()}
+        pick, repairs, notes = repair.choose(checked) if checked else (None, [], [])
+        row.problems += notes + repairs
+        row.repaired = bool(repairs)
+        if pick is None:
+            fatal = [f"{n}: {c.fatal}" for n, (c, _) in sorted(checked.items())] or ["no readable notebook"]
+            row.problems = fatal + row.problems
+        else:
+            chosen = checked[pick][0]
+            row.notebook = chosen.notebook
+            row.submitted = review_flags.stored(sub.files[pick][0])
+            row.version = versions.written_for(notebooks.read_submitted(sub.files[pick][0])[0])  # before the repairs
+            row.problems += [f"{pick}: {p}" if len(checked) > 1 else p for p in chosen.notes + chosen.repairs]
+            row.repaired = row.repaired or bool(chosen.repairs)
+        rows.append(row)
+    return rows, skipped
+
+
+def grade(
+    assignment: str, submissions: Path | None, out: Path, opts: Options, course: Path | None = None
+) -> tuple[list[Row], dict]:
+    """Grade every student's submission; write nothing but ``out``. Returns the rows and facts for the report.
+    With ``opts.check`` only the preflight runs (``submissions`` may be None) and the rows are empty. No process
+    that grading started outlives it (:func:`no_leftovers`)."""
+    # On a cluster the students' kernels run inside the dask workers; the processes started here meanwhile are dask's
+    # own (a nanny restarting a lost worker), which must outlive this call.
+    with contextlib.nullcontext() if opts.scheduler else no_leftovers():
+        return _grade(assignment, submissions, out, opts, course)
+
+
+def _grade(
+    assignment: str, submissions: Path | None, out: Path, opts: Options, course: Path | None = None
+) -> tuple[list[Row], dict]:
+    started = time.monotonic()
+    source = find_course(assignment, course)
+    out = Path(out).resolve()
+    if not opts.check:
+        submissions = Path(submissions).resolve()
+        if out == submissions or submissions in out.parents or out in submissions.parents:
+            raise GradingError("--out must be outside SUBMISSIONS (the submissions are never modified)")
+    if opts.sandbox and (why := sandbox.available()):
+        raise GradingError(why)
+    out.mkdir(parents=True, exist_ok=True)
+    work = out / ".work"
+    shutil.rmtree(work, ignore_errors=True)
+    master = work / "course"
+    db = gradebook.normalise_db(opts.db) if opts.db else f"sqlite:///{master / 'gradebook.db'}"
+    release = release_course(source, assignment, master, db)
+    solution = nbformat.read(master / "solutions" / assignment / f"{assignment}.ipynb", as_version=4)
+    helpers = notebooks.hidden_helpers(solution)  # the reference solution: also what review_flags compares with
+    feedback.configure(master / CONFIG_FILE, opts.feedback)  # the workers copy it
+    budget.use_budget(master / CONFIG_FILE)  # a time budget per notebook: 5 s a cell after its first timeout
+    points = notebooks.test_points(release)
+    test_ids = list(points)
+    rows, skipped = (
+        ([], []) if opts.check else check_submissions(submissions, release, assignment, opts.pattern, opts.lms)
+    )
+    todo = [r for r in rows if r.notebook is not None]
+    jobs = max(1, min(opts.jobs, len(todo)))
+    workers = [] if opts.scheduler else [Worker(i, master, work, assignment, db, opts) for i in range(jobs)]
+    checked = None
+    if (opts.preflight or opts.check) and (workers or opts.check):
+        first = workers[0] if workers else Worker(0, master, work, assignment, db, opts)
+        checked = preflight.run(first, release, solution, assignment, points, sys.executable)
+        if not checked.ok or opts.check:
+            first.close()
+            for worker in workers:
+                worker.close()
+            if not opts.keep_work:
+                shutil.rmtree(work, ignore_errors=True)
+            if not checked.ok:
+                raise preflight.PreflightError(checked.message(assignment))
+            return [], {"assignment": assignment, "preflight": checked.summary(), "seconds": time.monotonic() - started}
+    # One nbgrader process per chunk: its start-up costs seconds, so chunks are large (one per job for a small
+    # class); a large class is cut into several chunks per job, taken from a queue so that the jobs stay balanced.
+    # Equal chunks of at most 40 (each costs an nbgrader start, and a chunk that fails is graded again one by one):
+    # 60 notebooks on 2 jobs are 2 chunks of 30, 100 are 4 of 25, not 40 + 40 + 20 (one job would grade 60).
+    tracker = progress.Progress(len(todo), quiet=opts.quiet)
+    for worker in workers:
+        worker.progress, worker.test_ids = tracker, set(test_ids)
+    per_job = -(-len(todo) // jobs)
+    chunk = opts.chunk or max(1, -(-len(todo) // (jobs * max(1, -(-per_job // 40)))))
+    tasks: queue.Queue = queue.Queue()
+    for i in range(0, len(todo), chunk):
+        tasks.put(todo[i : i + chunk])
+    where: dict[str, Worker] = {}
+    errors: list[BaseException] = []
+
+    def run(worker: Worker) -> None:
+        try:
+            while True:
+                try:
+                    batch = tasks.get_nowait()
+                except queue.Empty:
+                    break
+                for row in batch:
+                    where[row.student_id] = worker
+                worker.autograde(batch)
+            worker.feedback()
+        except BaseException as exc:  # reported after the other workers finish
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(w,)) for w in workers]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if opts.scheduler:  # the same chunks, each graded by the same Worker code on a dask worker (cluster.py)
+        workers = cluster.grade_on_cluster(opts.scheduler, master, work, assignment, db, opts, tasks, where)
+    forked = sum(w.kernels_from_template() for w in workers) - (checked.forked if checked else 0)
+    for worker in workers:
+        worker.close()
+    if errors:
+        raise errors[0]
+    # Scores from the gradebook(s), feedback into OUT/feedback/<student>/<notebook>.html
+    by_worker: dict[int, list[str]] = {}
+    for student, worker in where.items():
+        by_worker.setdefault(id(worker), []).append(student)
+    scores: dict[str, dict] = {}
+    for worker in workers:
+        scores.update(gradebook.scores(worker.db, assignment, by_worker.get(id(worker), [])))
+    for row in rows:
+        worker = where.get(row.student_id)
+        if worker is None or not worker.autograded(row).is_file() or row.student_id not in scores:
+            row.status = "failed"
+            if row.notebook is not None and not any(p.startswith("nbgrader could not") for p in row.problems):
+                row.problems.append("nbgrader could not grade it")
+            continue
+        got = scores[row.student_id]
+        row.tests = {g: got.get(g, (None,))[0] for g in test_ids}
+        pending = [g for g in test_ids if got.get(g, (None, 0, True))[2]]
+        if pending:
+            row.problems.append(f"needs a manual look: no automatic score for {', '.join(pending)}")
+        row.problems += notebooks.run_notes(worker.autograded(row))
+        own_work.apply_rule(row, worker.autograded(row), test_ids, helpers, release)
+        row.failures = report.failures(nbformat.read(worker.autograded(row), as_version=4))
+        row.flags = review_flags.out_of_order(
+            row.submitted, nbformat.read(worker.autograded(row), as_version=4), release
+        ) + review_flags.tampering(notebooks.student_cells(row.notebook, release), release, helpers)
+        row.score = float(sum(v or 0.0 for v in row.tests.values()))
+        row.max_score = float(sum(points.values()))
+        row.status = "repaired" if row.repaired else "graded"
+        html = worker.root / "feedback" / row.student_id / assignment / f"{assignment}.html"
+        if html.is_file():
+            row.feedback = out / FEEDBACK_DIR[opts.feedback] / row.student_id / f"{assignment}.html"
+            row.feedback.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(html, row.feedback)
+        else:
+            row.problems.append("no feedback file was produced")
+    by_student = {r.student_id: review_flags.answers(r.notebook) for r in rows}
+    reference = review_flags.answers(solution)  # the published reference solution: marked as such when handed in
+    copied = review_flags.identical_answers(by_student, release, reference)
+    for row in rows:
+        row.flags += copied.get(row.student_id, [])
+    groups = [g for g in review_flags.identical_groups(by_student, release, reference) if not g.common]
+    gradebook.publish_course(out / "course", master, workers, assignment, db)
+    feedback.configure(out / "course" / CONFIG_FILE, "student")  # stock generate_feedback there is safe too
+    if not opts.keep_work:
+        shutil.rmtree(work, ignore_errors=True)
+    released = source / "exercises" / assignment / f"{assignment}.ipynb"
+    course_version = versions.course(released if released.is_file() else release)
+    mismatches = versions.compare(
+        {r.student_id: r.version for r in rows if r.notebook is not None}, course_version.expected
+    )
+    facts = {
+        "assignment": assignment,
+        "identical": [dataclasses.asdict(g) for g in groups],  # the report lists one line per group
+        "versions": {
+            "expected": course_version.expected,
+            "release": course_version.release,
+            "package": course_version.package,
+            "disagreement": course_version.disagreement(),
+            "other": mismatches.other,
+            "unknown": mismatches.unknown,
+        },
+        "skipped": skipped,
+        "jobs": jobs,
+        "sandbox": opts.sandbox,
+        "forked_kernels": forked,  # kernels forked from a template process (the rest started Python each)
+        "preflight": checked.summary() if checked else "not run" + (" (graded on a cluster)" if opts.scheduler else ""),
+        "seconds": time.monotonic() - started,
+        "test_ids": test_ids,
+        "points": points,
+        "db": "postgresql" if opts.db and opts.db.startswith("postgresql") else "sqlite",
+        "log": "\n".join(line for w in workers for line in w.log),
+    }
+    return rows, facts

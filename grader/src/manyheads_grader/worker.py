@@ -1,0 +1,161 @@
+"""A grading worker: a copy of the course that autogrades chunks of students with nbgrader, in the sandbox, with
+kernels forked from its template process where it can. The local runner and the cluster (cluster.py) run the same
+class; a chunk's results land where :meth:`Worker.autograded` says.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import nbformat
+
+from manyheads_grader import kernel_fork, progress, sandbox
+from manyheads_grader.nbgrader_command import nbgrader
+from manyheads_grader.records import Options, Row
+
+STARTUP_DEATH = (
+    "the kernel died at start-up, before any of the notebook ran: an environment problem, not the student's "
+    "(`manyheads grade --check ASSIGNMENT` says why)"
+)
+
+
+def why_failed(log: str, student: str) -> str:
+    text = log.replace("\r", "")
+    for needle, why in (
+        ("Kernel died before replying to kernel_info", STARTUP_DEATH),
+        ("DeadKernelError", "the kernel died (e.g. the code killed it or ran out of memory)"),
+        ("Kernel died", "the kernel died (e.g. the code killed it or ran out of memory)"),
+        ("CellTimeoutError", "a cell ran past the time limit and could not be interrupted"),
+        ("stopped after", "grading this notebook ran past the overall time limit"),
+        ("Kernel didn't respond", "the kernel did not start"),
+    ):
+        if needle in text:
+            return f"nbgrader could not grade it: {why}"
+    errors = [
+        line.strip()
+        for line in text.splitlines()
+        if ("Error" in line or "ERROR" in line)
+        and "above traceback" not in line
+        and "There was an error processing" not in line
+    ]
+    last = f": {errors[-1][:200]}" if errors else ""
+    return f"nbgrader could not grade it{last} (full log in OUT/.work with --keep-work)"
+
+
+class Worker:
+    def __init__(self, index: int, master: Path, work: Path, assignment: str, db: str, opts: Options):
+        self.root = work / f"worker-{index}"
+        shutil.copytree(master, self.root)
+        self.db = db if db.startswith("postgresql") else f"sqlite:///{self.root / 'gradebook.db'}"
+        self.assignment, self.opts, self.chunks, self.log = assignment, opts, 0, []
+        self.args = [f"--Execute.timeout={opts.timeout}", "--OverwriteCells.add_missing_cells=True"]
+        self.uid = sandbox.worker_uid(index)
+        if opts.sandbox:
+            rt, scratch = sandbox.runtime_folder(self.root / "sandbox")
+            share = sandbox.prepare(self.root / "sandbox", opts.limits, uid=self.uid, assignment=assignment)
+            self.args += sandbox.nbgrader_args(rt)
+            self.env = sandbox.environment(share, rt, scratch)
+        else:  # no sandbox: the same launcher (the own-work rule) in a plain kernel
+            rt, _ = sandbox.runtime_folder(self.root / "kernel")
+            share = sandbox.prepare_plain(self.root / "kernel", opts.limits, assignment)
+            self.args += [f"--Execute.kernel_name={sandbox.PLAIN_KERNEL_NAME}", sandbox.IN_MEMORY_HISTORY]
+            self.env = sandbox.environment(share, rt)
+        self.rt: Path | None = rt
+        self.share = share
+        self.progress: progress.Progress | None = None  # set by grade() once the preflight is over
+        self.test_ids: set[str] = set()
+        self.template: subprocess.Popen | None = None
+
+    def start_template(self) -> None:
+        """(Re)start this worker's template process (kernel_template.py): kernels are forked from it, each in its
+        own sandbox, instead of each starting Python and importing torch again. Without it they start as before."""
+        if self.template is not None and self.template.poll() is None:
+            return
+        self.template = sandbox.start_template(
+            self.share,
+            self.rt,
+            self.opts.limits,
+            uid=self.uid,
+            assignment=self.assignment,
+            sandboxed=self.opts.sandbox,
+            log=self.root / "template.log",
+        )
+        if self.template is not None and not sandbox.template_ready(self.rt, self.template):
+            self.log.append((self.root / "template.log").read_text(encoding="utf-8", errors="replace")[-2000:])
+
+    def kernels_from_template(self) -> int:
+        """How many kernels this worker's template process has forked so far (its log says)."""
+        log = self.root / "template.log"
+        if not log.is_file():
+            return 0
+        text = log.read_text(encoding="utf-8", errors="replace")
+        return sum(line.startswith(kernel_fork.SERVED) for line in text.splitlines())
+
+    def close(self) -> None:
+        """Stop the template process and remove the runtime folder."""
+        if self.template is not None and self.template.poll() is None:
+            self.template.kill()
+            self.template.wait()
+        if self.rt is not None:
+            shutil.rmtree(self.rt, ignore_errors=True)
+
+    def autograde(self, rows: list[Row]) -> None:
+        self.chunks += 1
+        if len(rows) > 1:  # its start-up (seconds) pays off from the second notebook; again if it died meanwhile
+            self.start_template()
+        folder = f"submitted-{self.chunks}"
+        for row in rows:
+            target = self.root / folder / row.student_id / self.assignment
+            target.mkdir(parents=True)
+            (target / f"{self.assignment}.ipynb").write_text(nbformat.writes(row.notebook), encoding="utf-8")
+        per_notebook = self.opts.timeout * 8 + 120
+        watch = progress.Watch(self.progress, rows, self.autograded, self.test_ids)
+        status, log = nbgrader(
+            self.root,
+            "autograde",
+            self.assignment,
+            "--force",
+            f"--CourseDirectory.submitted_directory={folder}",
+            *self.args,
+            db=self.db,
+            env=self.env,
+            timeout=per_notebook * len(rows),
+            watch=watch,
+        )
+        watch(final=True)
+        self.log.append(log)
+        missing = [r for r in rows if not self.autograded(r).is_file()]
+        if len(rows) > 1 and missing:  # grade the ones that did not make it alone, so one cannot sink the rest
+            for row in missing:
+                status, log = nbgrader(
+                    self.root,
+                    "autograde",
+                    self.assignment,
+                    "--force",
+                    f"--student={row.student_id}",
+                    f"--CourseDirectory.submitted_directory={folder}",
+                    *self.args,
+                    db=self.db,
+                    env=self.env,
+                    timeout=per_notebook,
+                    watch=watch,
+                )
+                self.log.append(log)
+                watch(final=True)
+                if not self.autograded(row).is_file():
+                    row.problems.append(why_failed(log, row.student_id))
+        elif missing:
+            missing[0].problems.append(why_failed(log, missing[0].student_id))
+        for row in rows:
+            if not self.autograded(row).is_file():
+                watch.failed(row, (row.problems or ["not graded"])[-1].removeprefix("nbgrader could not grade it: "))
+
+    def autograded(self, row: Row) -> Path:
+        return self.root / "autograded" / row.student_id / self.assignment / f"{self.assignment}.ipynb"
+
+    def feedback(self) -> None:
+        if any((self.root / "autograded").glob("*")):
+            status, log = nbgrader(self.root, "generate_feedback", self.assignment, "--force", db=self.db)
+            self.log.append(log)

@@ -1,5 +1,0 @@
-import sys
-
-from manyheads.course.grading.cli import main
-
-sys.exit(main())

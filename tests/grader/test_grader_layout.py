@@ -1,0 +1,89 @@
+"""The grader's layout: one job per module, no import circle, the orchestration (runner) on top, and no module
+reaching into another's private names (issue 25: the circle cluster <-> runner and the private ``runner._Worker``)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import manyheads_grader
+
+PACKAGE = Path(manyheads_grader.__file__).parent
+MODULES = sorted(p.stem for p in PACKAGE.glob("*.py") if p.stem not in ("__init__", "__main__"))
+
+
+def _imports(module: str) -> dict[str, set[str]]:
+    """{grader module imported (anywhere in the file, also inside functions): names taken from it}."""
+    tree = ast.parse((PACKAGE / f"{module}.py").read_text(encoding="utf-8"))
+    found: dict[str, set[str]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module == "manyheads_grader":
+            for alias in node.names:
+                found.setdefault(alias.name, set())
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("manyheads_grader."):
+            found.setdefault(node.module.split(".")[1], set()).update(a.name for a in node.names)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("manyheads_grader."):
+                    found.setdefault(alias.name.split(".")[1], set())
+    return found
+
+
+GRAPH = {m: set(_imports(m)) - {m} for m in MODULES}
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import circle, or None."""
+    state: dict[str, int] = {}
+
+    def visit(node: str, path: list[str]) -> list[str] | None:
+        state[node] = 1
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                return path[path.index(nxt) :] + [nxt] if nxt in path else [node, nxt]
+            if nxt not in state and (found := visit(nxt, path + [nxt])):
+                return found
+        state[node] = 2
+        return None
+
+    for start in sorted(graph):
+        if start not in state and (found := visit(start, [start])):
+            return found
+    return None
+
+
+def test_the_grader_has_no_import_circle():
+    assert _cycle(GRAPH) is None, " -> ".join(_cycle(GRAPH))
+
+
+def test_the_circle_check_would_catch_a_circle():
+    assert _cycle({"runner": {"cluster"}, "cluster": {"worker", "runner"}, "worker": set()}) is not None
+    assert _cycle({"runner": {"cluster", "worker"}, "cluster": {"worker"}, "worker": set()}) is None
+
+
+def test_the_runner_orchestrates_and_only_the_command_line_imports_it():
+    assert {m for m, deps in GRAPH.items() if "runner" in deps} <= {"cli"}
+    assert {"worker", "cluster", "preflight", "gradebook", "notebooks", "own_work", "records"} <= GRAPH["runner"]
+
+
+def test_no_module_takes_another_modules_private_name():
+    crossing = {m: sorted(n for names in _imports(m).values() for n in names if n.startswith("_")) for m in MODULES}
+    assert {m: n for m, n in crossing.items() if n} == {}
+    for module in MODULES:  # nor reaches one through the module: other._name
+        tree = ast.parse((PACKAGE / f"{module}.py").read_text(encoding="utf-8"))
+        used = {
+            f"{node.value.id}.{node.attr}"
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in MODULES
+            and node.attr.startswith("_")
+        }
+        assert used == set(), (module, used)
+
+
+def test_notebook_reading_lives_in_one_module_imported_at_the_top():
+    for module in ("repair", "review_flags"):
+        tree = ast.parse((PACKAGE / f"{module}.py").read_text(encoding="utf-8"))
+        top = {n.module for n in tree.body if isinstance(n, ast.ImportFrom)}
+        assert "manyheads_grader.notebooks" in top, module
