@@ -1,0 +1,137 @@
+"""Chapter 5's evidence check: what its summary, misconceptions box and quiz say, against what it measured.
+
+Reads the restating parts (every markdown cell from the first that holds the misconceptions box, the summary or the
+quiz to the end) with each ``{glue:text}`` role replaced by its glued value, the whole chapter's text for a few
+rules, and the glued numbers. It never calls ``manyheads.analysis.claims``: each word is checked against the
+numbers it must follow from.
+
+* **Floors.** A share of prunable heads quoted for SmolLM2 needs its floor far below its score (the loss with no
+  heads at least 1.5 times the loss with all of them); a share quoted for a MiniLM task in the summary or the box
+  needs that task's floor well below its score (under half of it), which it is not today; "above" / "below" for
+  sentiment's floor must match the two numbers.
+* **Many tests.** Holm's count cannot exceed the uncorrected one, and the chance count must be 5 % of the tests; a
+  summary or box saying a removal "helps" / "even helps" needs at least one helpful removal that survives Holm.
+* **The quoted largest losses.** "lowers" needs the family-wise interval below 0, "does not measurably change" one
+  that contains 0.
+* **Gradient vs leave-one-out.** A summary saying the gradient ignores the sign must quote two different counts for
+  the last layer.
+* **Joint ablation.** "cost more together" needs at least one pair whose interval lies below 0; the share word must
+  fit the count; the body's "costs more than" needs the strongest pair's interval below 0.
+* **The myth.** The box's "Not as a rule" next to SmolLM2's share needs that share below 70 %.
+* **No time claims** ("in about two minutes") anywhere in the chapter's text.
+"""
+
+from __future__ import annotations
+
+import re
+
+SHARE = {"all": (1.0, 1.0), "none": (0.0, 0.0), "nearly all": (0.9, 1.0), "most": (0.5, 1.0), "a minority": (0.0, 0.5)}
+
+
+def _render(text: str, glued: dict) -> str:
+    def value(match: re.Match) -> str:
+        name, _, fmt = match.group(1).partition(":")
+        v = glued.get(name, f"<{name}?>")
+        if fmt and isinstance(v, float):
+            try:
+                return format(v, fmt)
+            except ValueError:
+                return str(v)
+        if isinstance(v, float) and v.is_integer():
+            return str(int(v))
+        return str(v)
+
+    return re.sub(r"\{glue:text\}`([^`]+)`", value, text)
+
+
+def _markdown(nb) -> list[str]:
+    return [c.source for c in nb.cells if c.cell_type == "markdown"]
+
+
+def restating_text(nb, glued: dict) -> str:
+    """The box, summary, closing note and quiz of the chapter, glue values filled in, as one string."""
+    cells = _markdown(nb)
+    marks = ("Common misconceptions", "## Summary", "## Check yourself")
+    start = next((i for i, s in enumerate(cells) if any(m in s for m in marks)), len(cells))
+    return " ".join(" ".join(_render(s, glued) for s in cells[start:]).split())
+
+
+def _num(glued: dict, name: str) -> float | None:
+    v = glued.get(name)
+    return v if isinstance(v, float) else None
+
+
+def check(glued: dict, nb) -> list[str]:
+    text = restating_text(nb, glued)
+    raw = " ".join(" ".join(_markdown(nb)).split())
+    everything = " ".join(_render(raw, glued).split())
+    problems: list[str] = []
+
+    # Floors.
+    base, floor = _num(glued, "lm_base"), _num(glued, "lm_floor")
+    if "lm_gradient_10" in raw and (base is None or floor is None or not floor >= 1.5 * base):
+        problems.append(
+            f"SmolLM2's prunable share is quoted, but its floor ({floor}) is not far above its loss ({base})"
+        )
+    for key, name in (("lee", "similarity"), ("sent", "sentiment")):
+        b, f = _num(glued, f"{key}_base"), _num(glued, f"{key}_floor")
+        quoted = re.search(rf"{{glue:text}}`{key}(?:timent)?_(?:grad|loo|rand)_(?:5|10)", " ".join(_markdown(nb)))
+        if quoted and b is not None and f is not None and not f < 0.5 * b:
+            problems.append(f"a prunable share is quoted for {name}, whose floor {f:.3f} is not far below {b:.3f}")
+    side = glued.get("sent_floor_side")
+    b, f = _num(glued, "sent_base"), _num(glued, "sent_floor")
+    if side in ("above", "below") and b is not None and f is not None and (side == "above") != (f > b):
+        problems.append(f"sentiment's floor is said to be {side} its score: {f:.3f} against {b:.3f}")
+
+    # Many tests.
+    n_tests, chance = _num(glued, "n_tests"), _num(glued, "n_chance")
+    uncorrected, holm = _num(glued, "n_uncorrected"), _num(glued, "n_holm")
+    if n_tests is not None and chance is not None and abs(chance - 0.05 * n_tests) > 0.05:
+        problems.append(f"chance alone gives {0.05 * n_tests:.1f} of {n_tests:.0f} tests, the text says {chance}")
+    if uncorrected is not None and holm is not None and holm > uncorrected:
+        problems.append(f"Holm keeps {holm:.0f} effects, more than the {uncorrected:.0f} uncorrected ones")
+    helpful = _num(glued, "n_helpful_holm")
+    if re.search(r"removal (?:even )?helps|removals? (?:that )?help\b", text) and not (helpful or 0) > 0:
+        problems.append("the summary or box says a removal helps; none survives Holm's correction")
+
+    # The quoted largest losses.
+    for key in ("lee", "sentiment"):
+        word = glued.get(f"{key}_worst_word")
+        low, high = _num(glued, f"{key}_worst_low"), _num(glued, f"{key}_worst_high")
+        if word is None or low is None or high is None:
+            continue
+        if word == "lowers" and not high < 0:
+            problems.append(f"{key}: the largest loss 'lowers' the score, but its interval [{low}, {high}] reaches 0")
+        if word == "raises" and not low > 0:
+            problems.append(f"{key}: the largest change 'raises' the score, but its interval [{low}, {high}] reaches 0")
+        if word == "does not measurably change" and not low <= 0 <= high:
+            problems.append(f"{key}: 'does not measurably change', but the interval [{low}, {high}] excludes 0")
+
+    # Gradient vs leave-one-out.
+    loo, grad = _num(glued, "lee_last_loo"), _num(glued, "lee_last_grad")
+    if "ignores the sign" in text and loo is not None and grad is not None and loo == grad:
+        problems.append(f"the summary says the orders disagree about the last layer; both put {loo:.0f} heads there")
+
+    # Joint ablation.
+    worse, pairs = _num(glued, "toy_pairs_worse"), _num(glued, "toy_n_pairs")
+    if "cost more together" in text and not (worse or 0) > 0:
+        problems.append("the summary or box says quiet heads cost more together; no pair's interval is below 0")
+    word = glued.get("toy_pairs_worse_word")
+    if word in SHARE and worse is not None and pairs:
+        low, high = SHARE[word]
+        share = worse / pairs
+        if not low <= share <= high:
+            problems.append(f"'{word}' of the pairs, but {worse:.0f} of {pairs:.0f}")
+    strongest_high = _num(glued, "toy_pair_high")
+    if glued.get("toy_pair_word") == "costs more than" and strongest_high is not None and not strongest_high < 0:
+        problems.append(f"the strongest pair 'costs more than' the sum, but its interval reaches {strongest_high}")
+
+    # The myth.
+    share = _num(glued, "lm_gradient_10")
+    if "Not as a rule" in text and share is not None and share >= 70:
+        problems.append(f"the box says 70-90 % is not a rule, while SmolLM2 lost {share:.0f} % within 10 % of its gap")
+
+    # No time claims.
+    for claim in re.findall(r"in about \w+ (?:minutes?|seconds?)", everything):
+        problems.append(f"a typed time claim: '{claim}'")
+    return problems
