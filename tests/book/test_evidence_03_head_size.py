@@ -49,6 +49,7 @@ def test_a_consistent_chapter_passes():
     [
         ({"far_high": 0.05}, "far_word is 'worse'"),  # "worse" with an interval that contains 0
         ({"far_word": "not measurably different"}, "far_word"),
+        ({"far_high": 0.05, "far_word": "not measurably different"}, "lose at both ends"),
         ({"sweep_worse_h1": 0.7}, "one head does not solve"),
         ({"sweep_middle_min": 0.9}, "plateau solves"),
         ({"sweep_worse_h16": 0.1}, "milder"),

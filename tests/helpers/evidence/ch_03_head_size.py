@@ -26,6 +26,8 @@ def check(glued: dict[str, float | str], nb) -> list[str]:
     problems += word_against_interval(
         g, "far_word", "far_low", "far_high", ("better", "worse", "not measurably different")
     )
+    if g["far_word"] != "worse":  # "a plateau with losses at both ends, which is what our sweep shows too"
+        problems.append(f"the sweep is said to lose at both ends like the paper; its far end is {g['far_word']!r}")
     if not g["sweep_worse_h16"] > g["sweep_worse_h1"]:
         problems.append("the failure at d_k = 1 is called milder than at h = 1; it is not")
     if not g["sweep_dhead_max"] < g["sweep_seq_len"]:
