@@ -28,6 +28,7 @@ data: $(STAMP)
 env: $(STAMP) data
 
 # Build the book into _build/html, executing the chapters (cached in _build/.jupyter_cache); any warning fails it.
+# First a line says how many chapters will execute and about how long (tools/book_plan.py).
 # jupyter-cache executes a chapter again only when the notebook changes, but the chapters' numbers also come from
 # the manyheads package and the pinned versions: when those change, the cache is emptied first (and Sphinx's record
 # of what it read, else it would see unchanged notebooks and execute nothing).
@@ -44,6 +45,7 @@ book: $(STAMP) data vendor
 	  [ -d _build/.doctrees ] && echo "The manyheads package or requirements.txt changed: every chapter runs again."; \
 	  rm -rf $(CACHE) _build/.doctrees; \
 	fi; \
+	$(BIN)/python tools/book_plan.py --cache $(CACHE); \
 	$(BOOK_ENV) $(BIN)/jupyter-book build . -W -n --keep-going && echo "$$fingerprint" > $(CACHE)/manyheads.sha256
 
 # The JavaScript the pages need (MathJax, require.js, the widget manager), pinned and checked, into _vendor/.

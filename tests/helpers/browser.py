@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import http.server
 import os
 import shutil
 import subprocess
+import threading
 from pathlib import Path
 
 import pytest
@@ -68,6 +72,21 @@ PAGE_FACTS = """() => {
     liveFigures: document.querySelectorAll('img.widget-image[src^="blob:"]').length,
     attentionViewsTooWide: [...article.querySelectorAll('[id^="bertviz"] svg')]
       .filter(svg => svg.getBoundingClientRect().width > svg.closest('[id^="bertviz"]').clientWidth + 1).length,
+    wideTables: [...article.querySelectorAll('table')].filter(table => {
+      // A table wider than its column must scroll inside a box that shows it does (book_static/scroll_cue.js and
+      // manyheads.css), not be cut at the edge (issue 27: tables were cut at 1280 px and on phones).
+      for (let e = table.parentElement; e && e !== article.parentElement; e = e.parentElement) {
+        const s = getComputedStyle(e);
+        if (['auto', 'scroll', 'hidden', 'clip'].includes(s.overflowX)) {
+          if (e.scrollWidth <= e.clientWidth + 1) return false;
+          // the cue a reader sees over any cell colour: the content fades at the edge (a shadow behind the content
+          // is hidden by striped table cells, so a background does not count)
+          const cue = (s.maskImage && s.maskImage !== 'none') || (s.webkitMaskImage && s.webkitMaskImage !== 'none');
+          return !(['auto', 'scroll'].includes(s.overflowX) && cue);
+        }
+      }
+      return table.getBoundingClientRect().right > article.getBoundingClientRect().right + 1;
+    }).map(table => (table.innerText || '').replace(/ +/g, ' ').slice(0, 60)),
     mathSource: article.querySelectorAll('.math, .MathJax_Preview').length,
     mathDrawn: article.querySelectorAll('mjx-container').length,
   };
@@ -110,27 +129,51 @@ def pages_of(html: Path) -> list[Path]:
     )
 
 
+@contextlib.contextmanager
+def serve(html: Path):
+    """The built book over HTTP on a free local port, as a static host serves it: yields its root URL."""
+    handler = functools.partial(_QuietHandler, directory=str(html))
+    with http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler) as server:
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        try:
+            yield f"http://127.0.0.1:{server.server_address[1]}/"
+        finally:
+            server.shutdown()
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args) -> None:  # the test reports what failed; no access log on stderr
+        pass
+
+
 def visit_every_page(html: Path, screenshots: Path) -> dict[str, dict[str, dict]]:
     """Open every page at each of :data:`WIDTHS` in headless Chromium with nothing reachable but the built files.
 
-    Returns {page: {width name: facts}}: :data:`PAGE_FACTS` plus the browser's console errors, uncaught page errors,
-    requests that failed and requests for anything outside the book (blocked). Writes a screenshot of each page at
-    each width to ``screenshots/<width name>/<page path with / as __>.png``.
+    The pages are served over HTTP from ``html``, as the published site is, so that a missing file is a 404 the test
+    sees. Returns {page: {width name: facts}}: :data:`PAGE_FACTS` plus the browser's console errors, uncaught page
+    errors, requests that failed, responses of 400 or more and requests for anything outside the book (blocked).
+    Writes a screenshot of each page at each width to ``screenshots/<width name>/<page path with / as __>.png``.
     """
     from playwright.sync_api import sync_playwright
 
     if CHROMIUM is None:
         pytest.fail("headless Chromium is needed for this test: apt-get install chromium (make test does it as root)")
-    root = html.resolve().as_uri()
     found: dict[str, dict[str, dict]] = {}
-    with sync_playwright() as playwright:
+    with serve(html) as root, sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
         try:
             for name, (width, height) in WIDTHS.items():
                 (screenshots / name).mkdir(parents=True, exist_ok=True)
                 for page_path in pages_of(html):
                     rel = page_path.relative_to(html).as_posix()
-                    events: dict[str, list[str]] = {"console": [], "page_errors": [], "failed": [], "outside": []}
+                    events: dict[str, list[str]] = {
+                        "console": [],
+                        "page_errors": [],
+                        "failed": [],
+                        "outside": [],
+                        "bad_status": [],
+                    }
                     context = browser.new_context(viewport={"width": width, "height": height})  # fresh storage
 
                     def route(request_route, events=events):
@@ -146,7 +189,8 @@ def visit_every_page(html: Path, screenshots: Path) -> dict[str, dict[str, dict]
                     page.on("console", lambda m, e=events: m.type == "error" and e["console"].append(m.text))
                     page.on("pageerror", lambda error, e=events: e["page_errors"].append(str(error)))
                     page.on("requestfailed", lambda r, e=events: e["failed"].append(f"{r.url} ({r.failure})"))
-                    page.goto(page_path.as_uri(), wait_until="load")
+                    page.on("response", lambda r, e=events: r.status >= 400 and e["bad_status"].append(r.url))
+                    page.goto(root + rel, wait_until="load")
                     settle(page)
                     facts = page.evaluate(PAGE_FACTS)
                     shot = screenshots / name / (rel.replace("/", "__") + ".png")
