@@ -87,3 +87,17 @@ def test_notebook_reading_lives_in_one_module_imported_at_the_top():
         tree = ast.parse((PACKAGE / f"{module}.py").read_text(encoding="utf-8"))
         top = {n.module for n in tree.body if isinstance(n, ast.ImportFrom)}
         assert "manyheads_grader.notebooks" in top, module
+
+
+def test_the_grader_imports_no_torch():
+    """The grader never runs student code itself: torch, numpy and matplotlib load in the kernels only. (An
+    environment whose torch is broken must reach the preflight, which names the problem, instead of a traceback.)"""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, manyheads_grader.cli, manyheads_grader.runner, manyheads_grader.cluster; "
+        "print(sorted(m for m in ('torch', 'numpy', 'matplotlib') if m in sys.modules))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    assert done.stdout.strip() == "[]"

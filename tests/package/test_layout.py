@@ -129,3 +129,18 @@ def test_no_two_test_files_share_a_name():
     for path in sorted(tests.rglob("test_*.py")):
         assert path.name not in seen, f"{path} and {seen[path.name]} share a name: rename one"
         seen[path.name] = path
+
+
+def test_the_checks_namespace_lists_each_modules_checks_once_and_loads_them_lazily():
+    import importlib
+
+    from manyheads import checks
+
+    by_module: dict[str, set[str]] = {}
+    for name, module in checks._CHECKS.items():
+        by_module.setdefault(module, set()).add(name)
+    for module, names in by_module.items():
+        declared = {n for n in importlib.import_module(f"manyheads.checks.{module}").__all__ if n.startswith("check_")}
+        assert names == declared, (module, names ^ declared)
+    code = "import sys, manyheads.checks.own_work; print('torch' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"

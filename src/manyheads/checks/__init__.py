@@ -10,62 +10,54 @@ Modules: :mod:`~manyheads.checks.core` (shared building blocks), :mod:`~manyhead
 (exercise 1), :mod:`~manyheads.checks.subspaces` (2), :mod:`~manyheads.checks.head_size` (3),
 :mod:`~manyheads.checks.specialization` (4), :mod:`~manyheads.checks.pruning` (5),
 :mod:`~manyheads.checks.layer_hierarchy` (6), :mod:`~manyheads.checks.grouped_query_attention` (7).
+
+The names load on first use (``__getattr__`` below): importing this package imports no exercise module, so
+``manyheads.checks.own_work`` (the own-work guard) stays light for the grader, which never imports torch.
 """
 
-from manyheads.checks.grouped_query_attention import (
-    check_grouped_query_attention,
-    check_kv_cache_bytes,
-    check_mean_pool_kv,
-    check_repeat_kv,
-)
-from manyheads.checks.head_size import (
-    check_head_dim,
-    check_merge_heads,
-    check_mha_param_count,
-    check_multi_head_attention,
-    check_split_heads,
-)
-from manyheads.checks.layer_hierarchy import (
-    check_attention_rollout,
-    check_induction_score,
-    check_mean_attention_distance,
-)
-from manyheads.checks.pruning import check_ablate_heads, check_gate_importance, check_prune_mask
-from manyheads.checks.single_head_bottleneck import (
-    check_attention_entropy,
-    check_scaled_dot_product_attention,
-    check_softmax,
-)
-from manyheads.checks.specialization import (
-    check_mean_attention_entropy,
-    check_offset_attention,
-    check_relation_accuracy,
-)
-from manyheads.checks.subspaces import check_head_scores, check_principal_angles, check_qk_circuits
+from __future__ import annotations
 
-__all__ = [
-    "check_softmax",
-    "check_scaled_dot_product_attention",
-    "check_attention_entropy",
-    "check_qk_circuits",
-    "check_head_scores",
-    "check_principal_angles",
-    "check_head_dim",
-    "check_split_heads",
-    "check_merge_heads",
-    "check_mha_param_count",
-    "check_multi_head_attention",
-    "check_mean_attention_entropy",
-    "check_offset_attention",
-    "check_relation_accuracy",
-    "check_ablate_heads",
-    "check_gate_importance",
-    "check_prune_mask",
-    "check_mean_attention_distance",
-    "check_induction_score",
-    "check_attention_rollout",
-    "check_kv_cache_bytes",
-    "check_repeat_kv",
-    "check_grouped_query_attention",
-    "check_mean_pool_kv",
-]
+import importlib
+
+# check name -> the exercise module that defines it (each module's __all__ lists its checks; a test keeps the two
+# in step)
+_CHECKS = {
+    "check_softmax": "single_head_bottleneck",
+    "check_scaled_dot_product_attention": "single_head_bottleneck",
+    "check_attention_entropy": "single_head_bottleneck",
+    "check_qk_circuits": "subspaces",
+    "check_head_scores": "subspaces",
+    "check_principal_angles": "subspaces",
+    "check_head_dim": "head_size",
+    "check_split_heads": "head_size",
+    "check_merge_heads": "head_size",
+    "check_mha_param_count": "head_size",
+    "check_multi_head_attention": "head_size",
+    "check_mean_attention_entropy": "specialization",
+    "check_offset_attention": "specialization",
+    "check_relation_accuracy": "specialization",
+    "check_ablate_heads": "pruning",
+    "check_gate_importance": "pruning",
+    "check_prune_mask": "pruning",
+    "check_mean_attention_distance": "layer_hierarchy",
+    "check_induction_score": "layer_hierarchy",
+    "check_attention_rollout": "layer_hierarchy",
+    "check_kv_cache_bytes": "grouped_query_attention",
+    "check_repeat_kv": "grouped_query_attention",
+    "check_grouped_query_attention": "grouped_query_attention",
+    "check_mean_pool_kv": "grouped_query_attention",
+}
+__all__ = list(_CHECKS)
+
+
+def __getattr__(name: str):
+    module = _CHECKS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'manyheads.checks' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"manyheads.checks.{module}"), name)
+    globals()[name] = value  # later lookups skip __getattr__
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_CHECKS))
