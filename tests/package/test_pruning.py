@@ -438,3 +438,31 @@ def test_ablation_maps_give_p_values_from_their_standard_errors(lee):
     p = result.p_values()
     z = result.delta.double().abs() / result.se.double()
     assert torch.allclose(p, torch.erfc(z / math.sqrt(2)), atol=1e-9)
+
+
+def test_a_curve_that_keeps_its_outputs_gives_an_interval_for_its_prunable_share(toy_task):
+    plain = P.pruning_curve(toy_task, "loo", step=0.25)
+    kept = P.pruning_curve(toy_task, "loo", step=0.25, keep_outputs=True)
+    assert kept.scores == pytest.approx(plain.scores) and len(kept.outputs) == len(kept.scores)
+    point = P.prunable_fraction(kept, 0.10, floor=kept.floor)
+    low, high = P.prunable_interval(toy_task, kept, 0.10, n_boot=50)
+    assert low <= high and {low, high} <= set(kept.fractions)
+
+    # Every item the same: resampling cannot move the curve, so the interval is the point. (An item the model gets
+    # more right with its heads than without, so that the curve has a gap to read.)
+    def one_item(i):
+        return P.ModelTask(
+            toy_task.model,
+            toy_task.inputs[i : i + 1].repeat(8, *[1] * (toy_task.inputs.dim() - 1)),
+            toy_task.targets[i : i + 1].repeat(8, *[1] * (toy_task.targets.dim() - 1)),
+            toy_task._metric,
+            toy_task._loss,
+        )
+
+    same = next(t for t in map(one_item, range(len(toy_task.inputs))) if t.score(t.ones()) > t.score(t.ones() * 0))
+    curve = P.pruning_curve(same, "random", step=0.25, keep_outputs=True)
+    p = P.prunable_fraction(curve, 0.10, floor=curve.floor)
+    assert P.prunable_interval(same, curve, 0.10, n_boot=20) == (pytest.approx(p), pytest.approx(p))
+    assert 0.0 <= point <= 1.0
+    with pytest.raises(ValueError, match="keep_outputs"):
+        P.prunable_interval(toy_task, plain, 0.10)

@@ -41,6 +41,7 @@ __all__ = [
     "PruningCurve",
     "pruning_curve",
     "prunable_fraction",
+    "prunable_interval",
     "pruned_per_layer",
     "self_distillation_gradient",
     "JointAblation",
@@ -735,6 +736,7 @@ class PruningCurve:
     task: str = ""
     estimates: int = 0
     history: list[Tensor] = field(default_factory=list)
+    outputs: list[Tensor] = field(default_factory=list)
 
     @property
     def base(self) -> float:
@@ -774,6 +776,7 @@ def pruning_curve(
     initial: Tensor | None = None,
     importance_task: PruningTask | None = None,
     scored: dict[bytes, float] | None = None,
+    keep_outputs: bool = False,
 ) -> PruningCurve:
     """Remove the least important ``step`` of all heads at a time, re-estimating importance (chapter 5).
 
@@ -786,8 +789,9 @@ def pruning_curve(
     estimates importance on other items than the ones scored, so the ranking is not fitted to the test items (the
     same model, e.g. a sentiment task's ``importance_task``). ``scored``, a dict shared by the curves of one task,
     scores identical gates once: every order starts with all heads and ends with none. Share it only between
-    curves of the same task and an unchanged model. Works for any :class:`PruningTask`: the toy models and MiniLM
-    alike.
+    curves of the same task and an unchanged model. ``keep_outputs`` keeps the task's outputs at every point
+    (``curve.outputs``, each scored afresh), for intervals over items (:func:`prunable_interval`). Works for any
+    :class:`PruningTask`: the toy models, MiniLM and SmolLM2 alike.
     """
     if not 0 < step <= 1:
         raise ValueError(f"step must be in (0, 1], got {step}")
@@ -796,7 +800,7 @@ def pruning_curve(
     n_points = int(math.floor(max_fraction / step + 1e-9)) + 1
     gates = task.ones()
     removed_at = torch.full(task.grid, n_points, dtype=torch.long)
-    fractions, scores, history = [], [], []
+    fractions, scores, history, outputs = [], [], [], []
     importance, estimates = None, 0
     if initial is not None:
         if tuple(initial.shape) != task.grid:
@@ -818,14 +822,20 @@ def pruning_curve(
             removed_at[newly] = t
             gates = keep.float()
         fractions.append(float((gates == 0).float().mean()))
-        if scored is None:
-            scores.append(task.score(gates))
-            continue
-        key = gates.bool().cpu().numpy().tobytes()  # gates are 0 or 1 here
-        if key not in scored:
-            scored[key] = task.score(gates)
-        scores.append(scored[key])
-    return PruningCurve(method, fractions, scores, removed_at, seed, task.name, estimates, history)
+        key = None if scored is None else gates.bool().cpu().numpy().tobytes()  # gates are 0 or 1 here
+        if keep_outputs:  # scored afresh, and the score shared with the curves that use the same ``scored``
+            outputs.append(task.outputs(gates))
+            score = task.metric(outputs[-1])
+            if scored is not None:
+                scored[key] = score
+        elif scored is None:
+            score = task.score(gates)
+        else:
+            if key not in scored:
+                scored[key] = task.score(gates)
+            score = scored[key]
+        scores.append(score)
+    return PruningCurve(method, fractions, scores, removed_at, seed, task.name, estimates, history, outputs)
 
 
 def prunable_fraction(curve: PruningCurve, drop: float, floor: float | None = None) -> float:
@@ -850,6 +860,37 @@ def prunable_fraction(curve: PruningCurve, drop: float, floor: float | None = No
             break
         best = fraction
     return best
+
+
+def prunable_interval(
+    task: PruningTask, curve: PruningCurve, drop: float, n_boot: int = 200, level: float = 0.95, seed: int = 0
+) -> tuple[float, float]:
+    """A bootstrap interval over items for :func:`prunable_fraction` read against the floor (chapter 5).
+
+    ``curve`` must keep its outputs (``pruning_curve(..., keep_outputs=True)``) and run to 100 %. Each of ``n_boot``
+    seeded resamples of the task's items rescores every point of the curve (the same resample for all points, the
+    floor included), and the share of heads removed before the score first falls ``drop`` of the way to the floor
+    is read off the resampled curve. The pruning order stays as it was chosen: the interval says how much the
+    reading depends on which items were scored, not how the ranking would change.
+    """
+    if not curve.outputs or len(curve.outputs) != len(curve.scores):
+        raise ValueError("the curve has no outputs: make it with pruning_curve(..., keep_outputs=True)")
+    if math.isnan(curve.floor):
+        raise ValueError("the curve must run to 100 % of heads removed, where its floor is measured")
+    generator = torch.Generator().manual_seed(seed)
+    resamples = [torch.randint(task.n_items, (task.n_items,), generator=generator) for _ in range(n_boot)]
+    boot = task.bootstrap_metrics(curve.outputs, resamples)  # (points, n_boot)
+    values = []
+    for column in boot.T.tolist():
+        resampled = PruningCurve(curve.method, curve.fractions, column, curve.removed_at)
+        values.append(prunable_fraction(resampled, drop, floor=resampled.floor))
+    values = torch.tensor(values, dtype=torch.float64)
+    values = values[~values.isnan()]
+    if values.numel() == 0:
+        return math.nan, math.nan
+    q = torch.tensor([(1 - level) / 2, (1 + level) / 2], dtype=torch.float64)
+    low, high = torch.quantile(values, q).tolist()
+    return low, high
 
 
 def pruned_per_layer(curve: PruningCurve, fraction: float) -> Tensor:
