@@ -130,6 +130,7 @@ _NAMES = {
     "head_importance": "manyheads.analysis.pruning",
     "lee_similarity_task": "manyheads.analysis.pruning",
     "prunable_fraction": "manyheads.analysis.pruning",
+    "prunable_interval": "manyheads.analysis.pruning",
     "pruned_per_layer": "manyheads.analysis.pruning",
     "pruning_curve": "manyheads.analysis.pruning",
     "self_distillation_gradient": "manyheads.analysis.pruning",
