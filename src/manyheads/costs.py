@@ -19,6 +19,7 @@ import sys
 from dataclasses import dataclass
 
 __all__ = [
+    "positive_int",
     "divisors",
     "head_dim",
     "mha_param_count",
@@ -32,7 +33,7 @@ __all__ = [
 ]
 
 
-def _positive_int(name: str, value: object) -> int:
+def positive_int(name: str, value: object) -> int:
     """``value`` as a Python int if it is a positive integer; otherwise ``ValueError``.
 
     Python, numpy and torch integers are accepted (the latter two converted to ``int``). A bool, a float (even an
@@ -62,7 +63,7 @@ def _is_integer_scalar(value: object) -> bool:
 
 def divisors(n: int) -> list[int]:
     """All positive divisors of ``n`` in increasing order: the head counts a width of ``n`` can be split into."""
-    n = _positive_int("n", n)
+    n = positive_int("n", n)
     small = [d for d in range(1, math.isqrt(n) + 1) if n % d == 0]
     return sorted(set(small + [n // d for d in small]))
 
@@ -74,7 +75,7 @@ def head_dim(d_model: int, n_heads: int) -> int:
     included; numpy and torch integers are accepted) or n_heads does not divide d_model; the message lists the
     head counts that would work.
     """
-    d_model, n_heads = _positive_int("d_model", d_model), _positive_int("n_heads", n_heads)
+    d_model, n_heads = positive_int("d_model", d_model), positive_int("n_heads", n_heads)
     if d_model % n_heads:
         raise ValueError(
             f"n_heads={n_heads} does not divide d_model={d_model}, so the heads cannot share the width equally; "
@@ -86,7 +87,7 @@ def head_dim(d_model: int, n_heads: int) -> int:
 def _kv_heads(n_heads: int, n_kv_heads: int | None) -> int:
     if n_kv_heads is None:
         return n_heads
-    n_kv_heads = _positive_int("n_kv_heads", n_kv_heads)
+    n_kv_heads = positive_int("n_kv_heads", n_kv_heads)
     if n_heads % n_kv_heads:
         raise ValueError(
             f"n_kv_heads={n_kv_heads} does not divide n_heads={n_heads}: each key/value head must serve the same "
@@ -102,7 +103,7 @@ def mha_param_count(d_model: int, n_heads: int, bias: bool = True, n_kv_heads: i
     for ordinary multi-head attention (n_kv_heads = n_heads, the default). With n_kv_heads = n_heads the result is
     4·d_model² (+ 4·d_model biases) whatever n_heads is.
     """
-    d_model, n_heads = _positive_int("d_model", d_model), _positive_int("n_heads", n_heads)
+    d_model, n_heads = positive_int("d_model", d_model), positive_int("n_heads", n_heads)
     d_head = head_dim(d_model, n_heads)
     kv_width = _kv_heads(n_heads, n_kv_heads) * d_head
     weights = 2 * d_model * d_model + 2 * d_model * kv_width
@@ -120,9 +121,9 @@ def attention_flops(
     operations per score) and ``total``. The matrix products do not depend on n_heads; only the softmax, which
     runs over n_heads·seq² scores, grows with it.
     """
-    d_model, n_heads = _positive_int("d_model", d_model), _positive_int("n_heads", n_heads)
+    d_model, n_heads = positive_int("d_model", d_model), positive_int("n_heads", n_heads)
     d_head = head_dim(d_model, n_heads)
-    seq_len, batch = _positive_int("seq_len", seq_len), _positive_int("batch", batch)
+    seq_len, batch = positive_int("seq_len", seq_len), positive_int("batch", batch)
     kv_width = _kv_heads(n_heads, n_kv_heads) * d_head
     projections = 2 * batch * seq_len * d_model * (2 * d_model + 2 * kv_width)
     scores = 2 * batch * n_heads * seq_len * seq_len * d_head
@@ -134,8 +135,8 @@ def attention_flops(
 
 def attention_matrix_bytes(n_heads: int, seq_len: int, batch: int = 1, bytes_per_element: int = 4) -> int:
     """Memory for the (batch, n_heads, seq, seq) attention weights of one layer: it grows linearly with n_heads."""
-    n_heads, seq_len = _positive_int("n_heads", n_heads), _positive_int("seq_len", seq_len)
-    batch, size = _positive_int("batch", batch), _positive_int("bytes_per_element", bytes_per_element)
+    n_heads, seq_len = positive_int("n_heads", n_heads), positive_int("seq_len", seq_len)
+    batch, size = positive_int("batch", batch), positive_int("bytes_per_element", bytes_per_element)
     return batch * n_heads * seq_len * seq_len * size
 
 
@@ -152,7 +153,7 @@ def kv_cache_bytes(
     4096)`` = 2 GiB.
     """
     values = [
-        _positive_int(name, v)
+        positive_int(name, v)
         for name, v in (
             ("n_layers", n_layers),
             ("n_kv_heads", n_kv_heads),
@@ -200,8 +201,8 @@ class PublishedModel:
         """The cache for ``seq_len`` tokens: :func:`kv_cache_bytes` (MLA: elements per token × tokens × bytes)."""
         if self.latent_width is None:
             return kv_cache_bytes(self.n_layers, self.n_kv_heads, self.d_head, seq_len, batch, bytes_per_element)
-        seq_len, batch = _positive_int("seq_len", seq_len), _positive_int("batch", batch)
-        return self.elements_per_token * seq_len * batch * _positive_int("bytes_per_element", bytes_per_element)
+        seq_len, batch = positive_int("seq_len", seq_len), positive_int("batch", batch)
+        return self.elements_per_token * seq_len * batch * positive_int("bytes_per_element", bytes_per_element)
 
 
 # Sources as in the course's fact sheet (facts.md §11, §18, §19).
@@ -246,11 +247,11 @@ def head_budget(
     cache_bytes: int = 2,
 ) -> HeadBudget:
     """The cost of one attention configuration (chapter 3's explorer). Raises ``ValueError`` for invalid ones."""
-    d_model, n_heads = _positive_int("d_model", d_model), _positive_int("n_heads", n_heads)
-    seq_len = _positive_int("seq_len", seq_len)
+    d_model, n_heads = positive_int("d_model", d_model), positive_int("n_heads", n_heads)
+    seq_len = positive_int("seq_len", seq_len)
     d_head = head_dim(d_model, n_heads)
     n_kv = _kv_heads(n_heads, n_kv_heads)
-    layers = _positive_int("n_layers", n_layers)
+    layers = positive_int("n_layers", n_layers)
     flops = attention_flops(d_model, n_heads, seq_len, n_kv, batch)
     return HeadBudget(
         d_model=d_model,

@@ -11,6 +11,11 @@ position ``i`` in that list. Heads are named ``(layer, head)`` by their original
 were removed (:func:`remove_heads` records each layer's remaining original indices as ``head_ids``). A head
 selection, ``heads`` below, is one ``(layer, head)`` pair, an iterable of pairs, or a bool tensor
 (n_layers, n_heads), True = selected. Gates and masks are (n_layers, n_heads) tensors in that original numbering.
+
+Path removal (chapter 6, :func:`paths_removed`) is finer than ablation: a head's output is subtracted from only one
+*input* of the later layers (their queries, keys or values), which separates Q-, K- and V-composition (Elhage et
+al. 2021). It too works through hooks, on any model whose attention layers are called as ``layer(q, k, v, ...)``
+and add their output to a residual stream.
 """
 
 from __future__ import annotations
@@ -19,7 +24,8 @@ import contextlib
 import copy
 import inspect
 import math
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import NamedTuple
 
 import torch
 from torch import Tensor, nn
@@ -39,6 +45,14 @@ __all__ = [
     "ablated",
     "ablated_each",
     "remove_heads",
+    "HeadPath",
+    "COMPOSITION_PATHS",
+    "paths_removed",
+    "remaining_head_ids",
+    "has_intervention",
+    "is_head_pair",
+    "call_arguments",
+    "real_token_mask",
 ]
 
 ABLATION_MODES = ("zero", "mean")
@@ -52,7 +66,7 @@ def attention_layers(model: nn.Module) -> list[MultiHeadAttention]:
     return layers
 
 
-def _head_ids(layer: MultiHeadAttention) -> tuple[int, ...]:
+def remaining_head_ids(layer: MultiHeadAttention) -> tuple[int, ...]:
     """Original indices of the heads the layer still has, in the order of its weights (n_heads of them)."""
     return getattr(layer, "head_ids", tuple(range(layer.n_heads)))
 
@@ -68,7 +82,7 @@ def _grid(layers: list[MultiHeadAttention]) -> tuple[int, int]:
 
 def kept_heads(model: nn.Module) -> list[tuple[int, ...]]:
     """For each layer (n_layers entries), the original indices of the heads it still has, in order."""
-    return [_head_ids(layer) for layer in attention_layers(model)]
+    return [remaining_head_ids(layer) for layer in attention_layers(model)]
 
 
 def _pairs(heads, layers: list[MultiHeadAttention]) -> list[tuple[int, int]]:
@@ -82,11 +96,11 @@ def _pairs(heads, layers: list[MultiHeadAttention]) -> list[tuple[int, int]]:
                 f"a head mask must have shape ({n_layers}, {n_heads}) = (n_layers, n_heads), got {tuple(heads.shape)}"
             )
         pairs = [tuple(p) for p in heads.nonzero().tolist()]
-    elif _is_pair(heads):
+    elif is_head_pair(heads):
         pairs = [heads]
     else:
         pairs = list(heads)
-        bad = [p for p in pairs if not _is_pair(p)]
+        bad = [p for p in pairs if not is_head_pair(p)]
         if bad:
             raise ValueError(
                 f"heads must be (layer, head) pairs of ints, an iterable of them or a bool mask; got {bad[0]!r}"
@@ -97,15 +111,15 @@ def _pairs(heads, layers: list[MultiHeadAttention]) -> list[tuple[int, int]]:
             raise IndexError(
                 f"head ({layer}, {head}) is out of range: the model has {n_layers} layers × {n_heads} heads"
             )
-        if head not in _head_ids(layers[layer]):
+        if head not in remaining_head_ids(layers[layer]):
             raise ValueError(
                 f"head ({layer}, {head}) was already removed; layer {layer} keeps heads "
-                f"{list(_head_ids(layers[layer]))}"
+                f"{list(remaining_head_ids(layers[layer]))}"
             )
     return pairs
 
 
-def _is_pair(value) -> bool:
+def is_head_pair(value) -> bool:
     return (
         isinstance(value, (tuple, list))
         and len(value) == 2
@@ -134,7 +148,7 @@ def current_gates(model: nn.Module) -> Tensor:
     first = layers[0].head_gates
     gates = torch.zeros(_grid(layers), device=first.device, dtype=first.dtype)
     for i, layer in enumerate(layers):
-        gates[i, list(_head_ids(layer))] = layer.head_gates.detach().to(gates)
+        gates[i, list(remaining_head_ids(layer))] = layer.head_gates.detach().to(gates)
     return gates
 
 
@@ -153,7 +167,7 @@ def gated(model: nn.Module, gates: Tensor) -> Iterator[nn.Module]:
     handles = []
     try:
         for i, layer in enumerate(layers):
-            ids = torch.tensor(_head_ids(layer), device=layer.head_gates.device)
+            ids = torch.tensor(remaining_head_ids(layer), device=layer.head_gates.device)
             row = gates.to(layer.head_gates.device)[i]
 
             # Indexing again at each forward gives every forward its own graph to backpropagate through.
@@ -207,7 +221,7 @@ def gate_importance(model: nn.Module, loss_fn: Callable, batches, normalize_laye
                 f"each batch must be an (inputs, targets) pair for model(inputs) and loss_fn(output, targets); "
                 f"got {type(batch).__name__}"
             ) from None
-        args, kwargs = _call_args(inputs)
+        args, kwargs = call_arguments(inputs)
         grad = gate_gradients(model, lambda output, targets=targets: loss_fn(output, targets), *args, **kwargs).abs()
         total = grad if total is None else total + grad
         n += 1
@@ -243,7 +257,7 @@ def prune_mask(importance: Tensor, fraction: float) -> Tensor:
     return keep.reshape(importance.shape)
 
 
-def _call_args(inputs) -> tuple[tuple, dict]:
+def call_arguments(inputs) -> tuple[tuple, dict]:
     """A model input as (args, kwargs): a Mapping is keyword arguments, a tuple positional ones, else the one input."""
     if isinstance(inputs, Mapping):
         return (), dict(inputs)
@@ -252,7 +266,7 @@ def _call_args(inputs) -> tuple[tuple, dict]:
     return (inputs,), {}
 
 
-def _is_token(model: nn.Module, args: tuple, kwargs: dict) -> Tensor | None:
+def real_token_mask(model: nn.Module, args: tuple, kwargs: dict) -> Tensor | None:
     """The (batch, seq) "real token" mask among the model's inputs: an ``attention_mask`` argument or a TokenBatch."""
     try:
         bound = inspect.signature(model.forward).bind(*args, **kwargs).arguments
@@ -280,7 +294,7 @@ def head_output_means(model: nn.Module, *args, **kwargs) -> Tensor:
     d_values = {layer.d_value for layer in layers}
     if len(d_values) > 1:
         raise ValueError(f"head_output_means needs one value width for all layers, got d_value {sorted(d_values)}")
-    is_token = _is_token(model, args, kwargs)
+    is_token = real_token_mask(model, args, kwargs)
     sums = [None] * len(layers)
     counts = [0] * len(layers)
 
@@ -304,14 +318,14 @@ def head_output_means(model: nn.Module, *args, **kwargs) -> Tensor:
     n_layers, n_heads = _grid(layers)
     means = torch.zeros(n_layers, n_heads, d_values.pop(), device=sums[0].device, dtype=sums[0].dtype)
     for i, layer in enumerate(layers):
-        means[i, list(_head_ids(layer))] = (sums[i] / counts[i]).reshape(layer.n_heads, layer.d_value)
+        means[i, list(remaining_head_ids(layer))] = (sums[i] / counts[i]).reshape(layer.n_heads, layer.d_value)
     return means
 
 
 def _means_of(model: nn.Module, reference) -> Tensor:
     """head_output_means on a reference batch: a Mapping is keyword arguments, a tuple positional ones, anything
     else the one input (a TokenBatch, token ids)."""
-    args, kwargs = _call_args(reference)
+    args, kwargs = call_arguments(reference)
     return head_output_means(model, *args, **kwargs)
 
 
@@ -328,7 +342,7 @@ def _replace_columns(columns: Tensor, values: Tensor):
     return hook
 
 
-def _intervening(layer: MultiHeadAttention) -> bool:
+def has_intervention(layer: MultiHeadAttention) -> bool:
     """Whether a gated() or ablated() block is active on the layer (its hooks are registered)."""
     return any(
         getattr(hook, "is_intervention", False)
@@ -378,7 +392,7 @@ def ablated(
                 continue
             d = layer.d_value
             # The columns of W_o's input that hold each head, at the head's position in a possibly smaller layer.
-            positions = [_head_ids(layer).index(head) for head in layer_heads]
+            positions = [remaining_head_ids(layer).index(head) for head in layer_heads]
             columns = torch.cat([torch.arange(p * d, (p + 1) * d) for p in positions])
             handles.append(
                 layer.W_o.register_forward_pre_hook(_replace_columns(columns, means[i, layer_heads].reshape(-1)))
@@ -406,10 +420,12 @@ def ablated_each(model: nn.Module, layer: int, heads, mode: str = "zero", means:
         raise ValueError(f"layer must be in 0..{len(layers) - 1}, got {layer}")
     target = layers[layer]
     heads = [int(h) for h in heads]
-    if not heads or any(h not in _head_ids(target) for h in heads):
-        raise ValueError(f"heads must be a non-empty list of heads of layer {layer}: {_head_ids(target)}, got {heads}")
+    if not heads or any(h not in remaining_head_ids(target) for h in heads):
+        raise ValueError(
+            f"heads must be a non-empty list of heads of layer {layer}: {remaining_head_ids(target)}, got {heads}"
+        )
     d, k = target.d_value, len(heads)
-    positions = torch.tensor([_head_ids(target).index(h) for h in heads])
+    positions = torch.tensor([remaining_head_ids(target).index(h) for h in heads])
     if mode == "zero":
         if means is not None:
             raise ValueError("zero ablation takes no means")
@@ -424,7 +440,7 @@ def ablated_each(model: nn.Module, layer: int, heads, mode: str = "zero", means:
         if x.shape[0] % k:
             raise ValueError(f"ablated_each: the batch ({x.shape[0]} rows) is not {k} equal chunks, one per head")
         x = x.clone(memory_format=torch.contiguous_format)  # the caller's tensor must not change
-        chunks = x.view(k, x.shape[0] // k, *x.shape[1:-1], len(_head_ids(target)), d)
+        chunks = x.view(k, x.shape[0] // k, *x.shape[1:-1], len(remaining_head_ids(target)), d)
         chunks[torch.arange(k), ..., positions.to(x.device), :] = values.to(x.device, x.dtype).reshape(
             k, *[1] * (chunks.dim() - 3), d
         )
@@ -449,7 +465,7 @@ def remove_heads(model: nn.Module, heads) -> nn.Module:
     """
     layers = attention_layers(model)
     # A copy would inherit the block's hooks, which index the uncut layer and are never removed from the copy.
-    if any(_intervening(layer) for layer in layers):
+    if any(has_intervention(layer) for layer in layers):
         raise RuntimeError("remove_heads cannot copy a model inside a gated() or ablated() block; call it outside")
     pairs = _pairs(heads, layers)
     for i, layer in enumerate(layers):
@@ -459,22 +475,22 @@ def remove_heads(model: nn.Module, heads) -> nn.Module:
                 f"(n_kv_heads={layer.n_kv_heads} < n_heads={layer.n_heads}); remove_heads cannot cut its K/V weights "
                 f"per query head. Use ablated(model, heads) or gated() instead: same outputs, no smaller weights"
             )
-        if len(_head_ids(layer)) == len([p for p in pairs if p[0] == i]):
+        if len(remaining_head_ids(layer)) == len([p for p in pairs if p[0] == i]):
             raise ValueError(
-                f"removing {len(_head_ids(layer))} heads would leave layer {i} with none; "
+                f"removing {len(remaining_head_ids(layer))} heads would leave layer {i} with none; "
                 f"keep at least one head per layer"
             )
     model = copy.deepcopy(model)
     for i, layer in enumerate(attention_layers(model)):
         removed = {head for where, head in pairs if where == i}
         if removed:
-            _shrink(layer, [p for p, head in enumerate(_head_ids(layer)) if head not in removed])
+            _shrink(layer, [p for p, head in enumerate(remaining_head_ids(layer)) if head not in removed])
     return model
 
 
 def _shrink(layer: MultiHeadAttention, positions: list[int]) -> None:
     """Keep only the heads at ``positions`` (indices into the layer's current heads), in place."""
-    original_n_heads, ids = _original_n_heads(layer), _head_ids(layer)
+    original_n_heads, ids = _original_n_heads(layer), remaining_head_ids(layer)
 
     def rows(width: int) -> Tensor:
         return torch.cat([torch.arange(p * width, (p + 1) * width) for p in positions])
@@ -498,3 +514,95 @@ def _shrink(layer: MultiHeadAttention, positions: list[int]) -> None:
     layer.n_heads = layer.n_kv_heads = len(positions)  # remove_heads refuses layers with shared K/V heads
     layer.head_ids = tuple(ids[p] for p in positions)
     layer.original_n_heads = original_n_heads
+
+
+# --- path removal (chapter 6) ---------------------------------------------------------------------------------------
+
+#: The inputs of an attention layer a head's output can be removed from: queries, keys, values.
+COMPOSITION_PATHS = ("q", "k", "v")
+
+
+class HeadPath(NamedTuple):
+    """Head ``head`` of layer ``layer``, removed from the ``path`` input ("q", "k" or "v") of every later layer."""
+
+    layer: int
+    head: int
+    path: str
+
+
+def _head_paths(layers: list[MultiHeadAttention], remove: Iterable) -> list[HeadPath]:
+    checked = []
+    for entry in remove:
+        try:
+            layer, head, path = entry
+        except (TypeError, ValueError):
+            raise ValueError(f"each entry of remove must be a (layer, head, path) triple, got {entry!r}") from None
+        if path not in COMPOSITION_PATHS:
+            raise ValueError(f"path must be one of {COMPOSITION_PATHS} (queries, keys, values), got {path!r}")
+        if not 0 <= layer < len(layers) - 1:
+            raise ValueError(
+                f"layer {layer} has no later layer to remove it from: a {len(layers)}-layer model takes "
+                f"layers 0 … {len(layers) - 2}"
+            )
+        if not 0 <= head < layers[layer].n_heads:
+            raise ValueError(f"head {head} is out of range: layer {layer} has {layers[layer].n_heads} heads")
+        checked.append(HeadPath(int(layer), int(head), path))
+    return checked
+
+
+@contextlib.contextmanager
+def paths_removed(model: nn.Module, remove: Iterable) -> Iterator[nn.Module]:
+    """Run the model with each :class:`HeadPath` in ``remove`` applied, restoring it on exit (chapter 6).
+
+    ``HeadPath(layer, head, "k")`` subtracts what head (layer, head) wrote into the residual stream from the input
+    that every *later* layer computes its keys from, while their queries and values (and the logits) still see it;
+    likewise "q" and "v". Entries may be plain (layer, head, path) triples. A head's write is what the layer's output
+    loses when that head alone is zeroed (``W_o`` is linear), recomputed on each forward pass. The model's
+    attention layers must be called as ``layer(q, k, v, ...)`` (the course's attention-only transformer is).
+    """
+    layers = attention_layers(model)
+    paths = _head_paths(layers, remove)
+    writes: dict[tuple[int, int], Tensor] = {}
+    measuring: set[int] = set()  # layers being run again inside their own hook, to measure a head's write
+    handles = []
+
+    def before(i: int):
+        def hook(module, args, kwargs):
+            if i in measuring or len(args) < 3:
+                return None
+            inputs = {"q": args[0], "k": args[1], "v": args[2]}
+            for source, head, path in paths:
+                if source < i:
+                    inputs[path] = inputs[path] - writes[source, head]
+            return (inputs["q"], inputs["k"], inputs["v"], *args[3:]), kwargs
+
+        return hook
+
+    def after(i: int, heads: set[int]):
+        def hook(module, args, kwargs, output):
+            if i in measuring:
+                return None
+            out = output[0] if isinstance(output, tuple) else output
+            measuring.add(i)
+            try:
+                for head in heads:
+                    with ablated(module, (0, head)):
+                        without = module(*args, **kwargs)
+                    writes[i, head] = out - (without[0] if isinstance(without, tuple) else without)
+            finally:
+                measuring.discard(i)
+            return None
+
+        return hook
+
+    try:
+        for i, layer in enumerate(layers):
+            if any(source < i for source, _, _ in paths):
+                handles.append(layer.register_forward_pre_hook(before(i), with_kwargs=True))
+            heads = {head for source, head, _ in paths if source == i}
+            if heads:
+                handles.append(layer.register_forward_hook(after(i, heads), with_kwargs=True))
+        yield model
+    finally:
+        for handle in handles:
+            handle.remove()

@@ -92,6 +92,15 @@ def test_chapter_chooses_the_device_in_its_set_up_cell(chapter):
 @pytest.mark.parametrize("chapter", DEVICE_CHAPTERS)
 def test_chapter_passes_the_device_to_every_loader_and_loop(chapter):
     missing = []
+    # jobs may be built in one cell and started in another (chapter 6: TOY_JOBS, then train_in_background(TOY_JOBS))
+    assigned = {
+        target.id: node.value
+        for cell in _code_cells(chapter)
+        for node in ast.walk(cell)
+        if isinstance(node, ast.Assign)
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    }
     for cell in _code_cells(chapter):
         for node in ast.walk(cell):
             if not isinstance(node, ast.Call):
@@ -103,7 +112,8 @@ def test_chapter_passes_the_device_to_every_loader_and_loop(chapter):
                 if device is None or isinstance(device, ast.Constant):
                     missing.append(ast.unparse(node).splitlines()[0])
             elif name == "train_in_background":
-                jobs = [n for n in ast.walk(node) if isinstance(n, ast.Dict)]
+                given = [assigned.get(a.id, a) if isinstance(a, ast.Name) else a for a in node.args]
+                jobs = [n for arg in given for n in ast.walk(arg) if isinstance(n, ast.Dict)]
                 if not jobs or any("device" not in [ast.literal_eval(k) for k in job.keys] for job in jobs):
                     missing.append(ast.unparse(node).splitlines()[0])
     assert not missing, f"{chapter}: calls without a device (or with a fixed one): {missing}"

@@ -18,7 +18,8 @@ import manyheads as mh
 from manyheads.analysis.induction import induction_score, probe_batches, repeat_metrics, train_induction_model
 from manyheads.data.repeats import RepeatedHalvesTask
 from manyheads.data.tasks import IGNORE_INDEX
-from manyheads.models.attention_only import AttentionOnlyTransformer, HeadPath
+from manyheads.interventions import HeadPath
+from manyheads.models.attention_only import AttentionOnlyTransformer
 from manyheads.training import TrainConfig
 
 VOCAB, HALF = 8, 5  # ordinary tokens and the half-length of the hand-built circuit's inputs
@@ -156,7 +157,8 @@ def test_key_path_removal_equals_ablation_for_the_later_layers_keys(circuit):
     # In this circuit only layer 1's keys read head (0, 0), so the two interventions give layer 1 the same weights.
     tokens = _distinct_repeats(4, seed=1)
     with torch.no_grad():
-        _, removed = circuit(tokens, remove=[HeadPath(0, 0, "k")])
+        with mh.paths_removed(circuit, [HeadPath(0, 0, "k")]):
+            _, removed = circuit(tokens)
         with mh.ablated(circuit, (0, 0)):
             _, ablated = circuit(tokens)
     torch.testing.assert_close(removed[1], ablated[1])
@@ -169,11 +171,15 @@ def test_removing_a_head_from_all_three_paths_equals_ablating_it_for_the_next_la
     tokens = torch.randint(12, (3, 9))
     with torch.no_grad():
         intact = model(tokens)
-        removed = model(tokens, remove=[(0, 2, path) for path in ("q", "k", "v")])
+        with mh.paths_removed(model, [(0, 2, path) for path in ("q", "k", "v")]):
+            removed = model(tokens)
         with mh.ablated(model, (0, 2)):
             ablated = model(tokens)
-        only_k = model(tokens, remove=[(0, 2, "k")])
-        only_v = model(tokens, remove=[(0, 2, "v")])
+        with mh.paths_removed(model, [(0, 2, "k")]):
+            only_k = model(tokens)
+        with mh.paths_removed(model, [(0, 2, "v")]):
+            only_v = model(tokens)
+        after = model(tokens)
     torch.testing.assert_close(removed.weights, ablated.weights)
     torch.testing.assert_close(removed.weights[0], intact.weights[0])  # layer 0 itself is untouched
     assert not torch.allclose(only_k.weights[1], intact.weights[1], atol=1e-4)
@@ -182,6 +188,7 @@ def test_removing_a_head_from_all_three_paths_equals_ablating_it_for_the_next_la
     assert not torch.allclose(only_v.logits, intact.logits, atol=1e-4)  # ...but change what is copied
     # The head's direct path to the logits stays, so removing it from every input of layer 1 is not ablating it.
     assert not torch.allclose(removed.logits, ablated.logits, atol=1e-4)
+    torch.testing.assert_close(after.logits, intact.logits)  # the hooks are gone on exit: the model is as before
 
 
 @pytest.mark.parametrize(
@@ -195,7 +202,8 @@ def test_removing_a_head_from_all_three_paths_equals_ablating_it_for_the_next_la
 )
 def test_bad_path_removals_are_rejected(circuit, remove, message):
     with pytest.raises(ValueError, match=message):
-        circuit(_distinct_repeats(1), remove=remove)
+        with mh.paths_removed(circuit, remove):
+            circuit(_distinct_repeats(1))
 
 
 def test_the_model_rejects_inputs_longer_than_its_positions(circuit):
@@ -270,3 +278,31 @@ def test_the_recipe_uses_adamw_and_bad_optimizers_are_rejected():
         )
     with pytest.raises(ValueError, match="snapshot_every"):
         train_induction_model(task=task, config=TrainConfig(steps=2, eval_every=2), snapshot_every=3, progress=False)
+
+
+def test_path_removal_matches_subtracting_the_heads_write_by_hand():
+    """The hooks (manyheads.paths_removed) against the computation written out: layer 1 run on x minus head (0, 1)'s
+    write in its keys only, the write being layer 0's output minus its output with that head zeroed."""
+    torch.manual_seed(1)
+    model = AttentionOnlyTransformer(10, 8, d_model=16, n_heads=4, n_layers=2).eval()
+    tokens = torch.randint(10, (2, 8))
+    with torch.no_grad():
+        mask = mh.causal_mask(8)
+        x = model.token_embedding(tokens) + model.position_embedding(torch.arange(8))
+        out0, _ = model.layers[0](x, x, x, mask=mask)
+        with mh.ablated(model.layers[0], (0, 1)):
+            without, _ = model.layers[0](x, x, x, mask=mask)
+        x1 = x + out0
+        _, expected = model.layers[1](x1, x1 - (out0 - without), x1, mask=mask)
+        with mh.paths_removed(model, [(0, 1, "k")]):
+            _, weights = model(tokens)
+    torch.testing.assert_close(weights[1], expected)
+
+
+def test_path_removal_is_undone_after_an_error():
+    model = AttentionOnlyTransformer(10, 8, d_model=16, n_heads=4, n_layers=2).eval()
+    tokens = torch.randint(10, (1, 8))
+    intact = model(tokens).logits
+    with pytest.raises(RuntimeError, match="boom"), mh.paths_removed(model, [(0, 0, "q")]):
+        raise RuntimeError("boom")
+    torch.testing.assert_close(model(tokens).logits, intact)

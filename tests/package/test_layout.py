@@ -144,3 +144,44 @@ def test_the_checks_namespace_lists_each_modules_checks_once_and_loads_them_lazi
         assert names == declared, (module, names ^ declared)
     code = "import sys, manyheads.checks.own_work; print('torch' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"
+
+
+def _private_crossings(package: Path, prefix: str) -> list[str]:
+    """Imports of another module's private name (``from x import _name``, ``x._name``) in the package's modules."""
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(prefix):
+                found += [
+                    f"{path.name}: {node.module}.{a.name}"
+                    for a in node.names
+                    if a.name.startswith("_") and not a.name.startswith("__")
+                ]
+    return found
+
+
+def test_no_module_imports_another_modules_private_name():
+    """Issue 25: models/kv_heads.py, analysis/speed.py, induction.py and capacity.py reached into private helpers of
+    interventions.py, layers.py and costs.py; what one module needs from another is public."""
+    assert _private_crossings(PACKAGE, "manyheads") == []
+
+
+def test_the_private_name_check_would_catch_one(tmp_path):
+    (tmp_path / "a.py").write_text("from manyheads.interventions import _hidden, public\n")
+    assert _private_crossings(tmp_path, "manyheads") == ["a.py: manyheads.interventions._hidden"]
+
+
+def test_no_models_forward_knows_about_interventions():
+    """Interventions are hooks from manyheads.interventions: a model's forward takes its inputs only (the
+    attention-only transformer's forward(remove=...) moved to mh.paths_removed)."""
+    import inspect
+
+    from manyheads.models import attention_only, bert, llama, tiny
+
+    words = ("remove", "ablate", "gate", "mask_heads", "intervention")
+    for module in (attention_only, bert, llama, tiny):
+        for _, cls in inspect.getmembers(module, inspect.isclass):
+            if cls.__module__ == module.__name__ and "forward" in vars(cls):
+                params = list(inspect.signature(cls.forward).parameters)
+                assert not [p for p in params if p.startswith(words)], (cls.__name__, params)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from manyheads.costs import _positive_int, divisors, head_dim
+from manyheads.costs import divisors, head_dim, positive_int
 
 __all__ = ["sweep_configs", "SweepRecord", "run_head_sweep", "random_attention_pattern", "fit_attention_pattern"]
 
@@ -97,7 +97,7 @@ def random_attention_pattern(seq_len: int, concentration: float = 0.5, seed: int
 
     Small ``concentration`` gives peaked rows, large gives nearly uniform ones. float64.
     """
-    seq_len = _positive_int("seq_len", seq_len)
+    seq_len = positive_int("seq_len", seq_len)
     if concentration <= 0:
         raise ValueError(f"concentration must be positive, got {concentration}")
     gen = torch.Generator().manual_seed(seed)
@@ -119,7 +119,7 @@ def fit_attention_pattern(x: Tensor, target: Tensor, d_head: int, steps: int = 3
         raise ValueError(
             f"x must be (seq, d_model) and target (seq, seq), got {tuple(x.shape)} and {tuple(target.shape)}"
         )
-    d_head = _positive_int("d_head", d_head)
+    d_head = positive_int("d_head", d_head)
     x, target = x.double(), target.double()
     gen = torch.Generator().manual_seed(seed)
     d_model = x.shape[1]

@@ -39,10 +39,10 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from manyheads.analysis.layers import _check_batch, _previous
+from manyheads.analysis.layers import check_attention_weights, previous_token_score
 from manyheads.data.repeats import RepeatedHalvesTask
-from manyheads.interventions import _is_pair
-from manyheads.models.attention_only import COMPOSITION_PATHS, AttentionOnlyTransformer, HeadPath
+from manyheads.interventions import COMPOSITION_PATHS, HeadPath, is_head_pair, paths_removed
+from manyheads.models.attention_only import AttentionOnlyTransformer
 from manyheads.training import TrainConfig, train
 
 __all__ = [
@@ -90,7 +90,7 @@ def induction_score(weights: Tensor, half: int) -> Tensor:
     ``weights[..., i, i − half + 1]``: the weight on the token right after the earlier copy of the current token.
     1 for a perfect induction head; about 1/i at query i for a head that spreads evenly.
     """
-    _check_batch(weights)
+    check_attention_weights(weights)
     half = _check_half(weights, half)
     return _induction(weights, half).mean(0)
 
@@ -129,8 +129,8 @@ class RepeatMetrics:
 @torch.no_grad()
 def repeat_metrics(model: nn.Module, probes: dict[int, Tensor], remove: Iterable[HeadPath] = ()) -> RepeatMetrics:
     """Run ``model`` (an :class:`~manyheads.models.attention_only.AttentionOnlyTransformer`) on each probe batch
-    and average the losses and scores over half-lengths. ``remove`` goes to the model's forward (path removal);
-    for head ablation, call this inside :func:`manyheads.ablated`."""
+    and average the losses and scores over half-lengths, with the ``remove`` paths removed
+    (:func:`manyheads.paths_removed`); for head ablation, call this inside :func:`manyheads.ablated`."""
     if not probes:
         raise ValueError("probes is empty: make them with probe_batches(task)")
     device = next(model.parameters()).device
@@ -139,12 +139,13 @@ def repeat_metrics(model: nn.Module, probes: dict[int, Tensor], remove: Iterable
     for half, tokens in probes.items():
         tokens = tokens.to(device)
         _check_half(tokens, half)
-        logits, weights = model(tokens, remove=remove)
+        with paths_removed(model, remove):
+            logits, weights = model(tokens)
         losses = F.cross_entropy(logits[:, :-1].transpose(1, 2), tokens[:, 1:], reduction="none")  # (batch, seq − 1)
         firsts.append(losses[:, :half].mean())
         seconds.append(losses[:, half + 1 :].mean())
         inductions.append(_induction(weights, half).mean(1))  # (n_layers, n_heads)
-        previous.append(_previous(weights).mean(1))
+        previous.append(torch.stack([previous_token_score(w) for w in weights]))  # (n_layers, n_heads)
     return RepeatMetrics(
         first=torch.stack(firsts).mean().item(),
         second=torch.stack(seconds).mean().item(),
@@ -260,15 +261,15 @@ def composition_test(model: AttentionOnlyTransformer, probes: dict[int, Tensor],
 
     ``source``: one (layer, head) pair or an iterable of them (e.g. all of layer 0). Returns {"none": intact,
     "q": …, "k": …, "v": …}: the source heads' output subtracted from the queries, the keys or the values of every
-    later layer only (:class:`~manyheads.models.attention_only.HeadPath`). For layer 0's previous-token head and
+    later layer only (:class:`~manyheads.interventions.HeadPath`). For layer 0's previous-token head and
     the induction head (layer, head) = t, compare ``[path].induction[t]``: if the induction head is built by
     K-composition, removing the source from its keys destroys the score and removing it from its queries does not;
     a seed that built it by Q-composition shows the opposite. Values cannot move an attention pattern, so the "v"
     score equals the intact one by construction; what removing the source from the values changes is what is
     copied: compare ``[path].second`` (the loss on the second copy) for that.
     """
-    pairs = [source] if _is_pair(source) else list(source)
-    if not pairs or not all(_is_pair(p) for p in pairs):
+    pairs = [source] if is_head_pair(source) else list(source)
+    if not pairs or not all(is_head_pair(p) for p in pairs):
         raise ValueError(f"source must be a (layer, head) pair or an iterable of them, got {source!r}")
     results = {"none": repeat_metrics(model, probes)}
     for path in COMPOSITION_PATHS:
@@ -397,7 +398,7 @@ def token_induction_score(weights: Tensor, tokens: Tensor, queries: Tensor | Non
     repeated inside r it equals :func:`induction_score`; unlike it, it needs no fixed distance between the copies,
     so it also scores :func:`shifted_repeats` and sequences repeated several times.
     """
-    _check_batch(weights)
+    check_attention_weights(weights)
     if not isinstance(tokens, Tensor) or tokens.dim() != 2 or tokens.shape != (weights.shape[0], weights.shape[-1]):
         raise ValueError(f"tokens must be (batch, seq) = {(weights.shape[0], weights.shape[-1])}, got {tokens!r}")
     seq = tokens.shape[1]

@@ -24,6 +24,7 @@ from torch import Tensor
 from manyheads.analysis.heads import attention_entropy
 
 __all__ = [
+    "check_attention_weights",
     "PREVIOUS_TOKEN_THRESHOLD",
     "POSITIONAL_OFFSETS",
     "mean_attention_distance",
@@ -44,7 +45,7 @@ PREVIOUS_TOKEN_THRESHOLD = 0.5
 POSITIONAL_OFFSETS = (-3, -2, -1, 1, 2, 3)
 
 
-def _check_batch(weights: Tensor, name: str = "weights") -> None:
+def check_attention_weights(weights: Tensor, name: str = "weights") -> None:
     if not isinstance(weights, Tensor) or not weights.is_floating_point():
         raise TypeError(f"{name} must be a floating-point tensor of attention weights, got {_describe(weights)}")
     if weights.dim() != 4 or weights.shape[-1] != weights.shape[-2]:
@@ -97,7 +98,7 @@ def mean_attention_distance(weights: Tensor) -> Tensor:
     0 for a head that attends only to itself; about (seq − 1)/3 for one spread evenly over a whole bidirectional
     input. Each row should be a distribution over keys (rows sum to 1).
     """
-    _check_batch(weights)
+    check_attention_weights(weights)
     return _distance(weights).mean(0)
 
 
@@ -109,7 +110,7 @@ def previous_token_score(weights: Tensor) -> Tensor:
     is at least :data:`PREVIOUS_TOKEN_THRESHOLD` = 0.5, the criterion by which Clark et al. (2019, §3.1) count
     BERT's previous-token heads ("on average >50% of their attention" on the previous token).
     """
-    _check_batch(weights)
+    check_attention_weights(weights)
     return _previous(weights).mean(0)
 
 
@@ -121,7 +122,7 @@ def sink_share(weights: Tensor, sinks: Tensor | None = None) -> Tensor:
     weight on those keys. Xiao et al. (2023) call such tokens attention sinks: they collect much attention whatever
     their content.
     """
-    _check_batch(weights)
+    check_attention_weights(weights)
     batch, _, seq, _ = weights.shape
     sinks = _sink_mask(sinks, seq, weights.device)
     if sinks.dim() == 2:
@@ -153,7 +154,7 @@ def positional_score(weights: Tensor, offsets: Sequence[int] = POSITIONAL_OFFSET
     the tokens are (Clark et al. 2019, §3.1, count previous- and next-token heads the same way). Previous-token
     heads are the positional heads whose offset is −1.
     """
-    _check_batch(weights)
+    check_attention_weights(weights)
     return _positional(weights, offsets).mean(0)
 
 

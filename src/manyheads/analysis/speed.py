@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from manyheads.interventions import _call_args, _is_token, attention_layers, kept_heads, remove_heads
+from manyheads.interventions import attention_layers, call_arguments, kept_heads, real_token_mask, remove_heads
 
 __all__ = ["SpeedRecord", "even_keep_mask", "pruning_speed", "speed_table"]
 
@@ -173,8 +173,8 @@ def _measure(model, removed_cpu, inputs, keep, batch_sizes, repeats, warmup, dev
         masked, removed = _masked_copy(model, keep, dev).eval(), copy.deepcopy(removed_cpu).to(dev).eval()
         for batch_size in batch_sizes:
             batch = _to(inputs(int(batch_size)), dev)
-            args, kwargs = _call_args(batch)
-            is_token = _is_token(masked, args, kwargs)
+            args, kwargs = call_arguments(batch)
+            is_token = real_token_mask(masked, args, kwargs)
             first = args[0] if args else next(iter(kwargs.values()))
             n_tokens = int(is_token.sum()) if is_token is not None else int(first.numel())
             seconds = {"masked": [], "removed": []}

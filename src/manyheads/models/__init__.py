@@ -10,7 +10,7 @@ word map). Interventions on any of them (gates, ablation, head removal) live in
 :mod:`manyheads.interventions`, not in the models.
 """
 
-from manyheads.models.attention_only import COMPOSITION_PATHS, AttentionOnlyOutput, AttentionOnlyTransformer, HeadPath
+from manyheads.models.attention_only import AttentionOnlyOutput, AttentionOnlyTransformer
 from manyheads.models.bert import BertConfig, BertEncoder, EncoderOutput, load_encoder
 from manyheads.models.checkpoints import PretrainedModelError
 from manyheads.models.llama import LlamaDecoder, generate_greedy, load_decoder
@@ -29,6 +29,4 @@ __all__ = [
     "generate_greedy",
     "AttentionOnlyTransformer",
     "AttentionOnlyOutput",
-    "HeadPath",
-    "COMPOSITION_PATHS",
 ]

@@ -29,7 +29,7 @@ import torch
 from torch import Tensor, nn
 
 from manyheads.attention import MultiHeadAttention
-from manyheads.interventions import _head_ids, _intervening, attention_layers
+from manyheads.interventions import attention_layers, has_intervention, remaining_head_ids
 
 __all__ = ["KV_GROUPING_METHODS", "group_kv_heads", "repeat_kv_heads"]
 
@@ -45,7 +45,7 @@ def _check_count(n_kv_heads) -> int:
 def _copy(model: nn.Module) -> tuple[nn.Module, list[MultiHeadAttention]]:
     layers = attention_layers(model)
     # A copy would inherit the hooks of an open gated()/ablated() block, which index the original layers.
-    if any(_intervening(layer) for layer in layers):
+    if any(has_intervention(layer) for layer in layers):
         raise RuntimeError("cannot convert a model inside a gated() or ablated() block; call it outside the block")
     model = copy.deepcopy(model)
     return model, attention_layers(model)
@@ -89,7 +89,7 @@ def _reorder_query_heads(layer: MultiHeadAttention, kv_order: Tensor) -> None:
     with torch.no_grad():
         layer.W_o.weight.copy_(w_o.reshape(layer.d_model, -1))
     layer.head_gates = layer.head_gates[order.to(layer.head_gates.device)]
-    layer.head_ids = tuple(_head_ids(layer)[i] for i in order.tolist())
+    layer.head_ids = tuple(remaining_head_ids(layer)[i] for i in order.tolist())
 
 
 def group_kv_heads(model: nn.Module, n_kv_heads: int, method: str = "mean", seed: int = 0) -> nn.Module:
