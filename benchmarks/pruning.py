@@ -93,7 +93,11 @@ def main() -> None:
             )
         scored: dict = {}
         curves = {
-            "gradient": [P.pruning_curve(task, "gradient", step=args.step, importance_task=ranked_on, scored=scored)]
+            "gradient": [
+                P.pruning_curve(
+                    task, "gradient", step=args.step, importance_task=ranked_on, scored=scored, keep_outputs=True
+                )
+            ]
         }
         if with_loo:
             curves["leave-one-out"] = [
@@ -125,6 +129,9 @@ def main() -> None:
                     "pruned_at_5pct_of_gap": _mean([P.prunable_fraction(c, 0.05, floor=c.floor) for c in runs]),
                     "pruned_at_10pct_of_gap": _mean([P.prunable_fraction(c, 0.10, floor=c.floor) for c in runs]),
                     "pruned_at_10pct_of_score": _mean([P.prunable_fraction(c, 0.10) for c in runs]),
+                    "gap10_interval": (
+                        list(P.prunable_interval(task, runs[0], 0.10, n_boot=1000)) if runs[0].outputs else None
+                    ),
                     "curve": [[f, s] for c in runs for f, s in zip(c.fractions, c.scores)],
                     "task_seconds": seconds,
                     "sizes": vars(args),
@@ -151,6 +158,7 @@ def main() -> None:
         "pruned_at_5pct_of_gap",
         "pruned_at_10pct_of_gap",
         "pruned_at_10pct_of_score",
+        "gap10_interval",
         "significant_zero",
         "holm_zero",
         "task_seconds",
