@@ -127,10 +127,8 @@ def test_a_planted_helper_that_draws_a_row_per_item_is_found_and_no_viz_helper_i
 
 
 # Today's chapters, from the scan above (cell numbers are the notebook's code and markdown cells, from 0).
-PANELS_TODAY = {
-}
-COLOUR_BARS_TODAY = {
-}
+PANELS_TODAY = {}
+COLOUR_BARS_TODAY = {}
 
 
 def _cases(known: dict[str, str]):
