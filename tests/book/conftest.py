@@ -8,6 +8,7 @@ so a second reader in the same run would wait for it and read the same build. Wi
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -16,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from filelock import FileLock
+from helpers.claims import RECORD
 
 from manyheads.course.layout import REPO
 
@@ -33,6 +35,28 @@ class Build:
     def executed(self, chapter: Path) -> Path:
         """The chapter as the build executed it (myst-nb writes the notebook with its outputs here)."""
         return self.build_dir / "jupyter_execute" / REPO.CHAPTERS / chapter.name
+
+    def executed_notebook(self, chapter: Path):
+        """The executed chapter with its glued values: myst-nb keeps those in ``<stem>.glue.json`` beside the
+        notebook, not in its outputs, so they are added back as one hidden cell of display=False records (what
+        helpers.claims.glued_values reads; not counted as shown outputs)."""
+        import nbformat
+
+        nb = nbformat.read(self.executed(chapter), as_version=4)
+        store = self.executed(chapter).with_suffix(".glue.json")
+        if store.is_file():
+            glue = json.loads(store.read_text(encoding="utf-8"))
+            cell = nbformat.v4.new_code_cell("")
+            cell.outputs = [
+                nbformat.v4.new_output(
+                    "display_data",
+                    data={RECORD + key: value for key, value in out.get("data", {}).items()},
+                    metadata={"scrapbook": {"name": name, "mime_prefix": RECORD}},
+                )
+                for name, out in glue.items()
+            ]
+            nb.cells.append(cell)
+        return nb
 
     def log_about(self, chapter: Path) -> str:
         lines = [line for line in self.log.splitlines() if chapter.stem in line]

@@ -247,14 +247,15 @@ def test_a_screenshot_of_every_page_at_each_width(seen, book):
 def test_chapter_words_follow_from_its_numbers(book, chapter):
     """The built page's words against the built page's numbers (tests/helpers/claims.py, rules 1-3)."""
     html = (book.html / f"chapters/{chapter.stem}.html").read_text(encoding="utf-8")
-    glued = glued_values(nbformat.read(book.executed(chapter), as_version=4))
+    glued = glued_values(book.executed_notebook(chapter))
     assert check(page_from_html(html, glued)) == []
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
 def test_chapter_summary_quotes_its_glued_values(book, chapter):
     """The executed notebook's glue, rendered as myst-nb renders it, read the same way (no HTML parsing involved)."""
-    nb = nbformat.read(book.executed(chapter), as_version=4)
+    nb = book.executed_notebook(chapter)
+    assert glued_values(nb), f"{chapter.stem}: no glued values found in the build (myst-nb's .glue.json)"
     assert check(page_from_notebook(nb)) == []
 
 
@@ -264,7 +265,7 @@ def test_chapter_summary_boxes_and_quiz_agree_with_its_experiments(book, chapter
     module = evidence.module_for(chapter.stem)
     if module is None:
         pytest.skip(f"{chapter.stem} has no evidence module yet")
-    nb = nbformat.read(book.executed(chapter), as_version=4)
+    nb = book.executed_notebook(chapter)
     assert module.check(evidence.numbers(glued_values(nb)), nb) == []
 
 

@@ -142,6 +142,7 @@ def test_the_checks_namespace_lists_each_modules_checks_once_and_loads_them_lazi
     for module, names in by_module.items():
         declared = {n for n in importlib.import_module(f"manyheads.checks.{module}").__all__ if n.startswith("check_")}
         assert names == declared, (module, names ^ declared)
+    assert mh.checks.single_head_bottleneck.check_softmax is mh.checks.check_softmax  # modules as attributes too
     code = "import sys, manyheads.checks.own_work; print('torch' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"
 

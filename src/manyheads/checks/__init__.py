@@ -50,7 +50,12 @@ _CHECKS = {
 __all__ = list(_CHECKS)
 
 
+_MODULES = {*_CHECKS.values(), "core", "own_work"}  # mh.checks.<module> works too, as after an eager import
+
+
 def __getattr__(name: str):
+    if name in _MODULES:
+        return importlib.import_module(f"manyheads.checks.{name}")  # the import sets the attribute
     module = _CHECKS.get(name)
     if module is None:
         raise AttributeError(f"module 'manyheads.checks' has no attribute {name!r}")
