@@ -23,7 +23,7 @@ stays quick in every grading kernel and imports matplotlib only when a figure is
 
 import importlib
 
-__version__ = "0.3.0"
+__version__ = "0.4.0"
 
 _SUBMODULES = (
     "analysis",
@@ -46,6 +46,7 @@ _NAMES = {
     "compare_words": "manyheads.analysis.claims",
     "ratio_words": "manyheads.analysis.claims",
     "share_interval": "manyheads.analysis.claims",
+    "seed_interval": "manyheads.analysis.claims",
     "share_words": "manyheads.analysis.claims",
     "SweepRecord": "manyheads.analysis.capacity",
     "fit_attention_pattern": "manyheads.analysis.capacity",

@@ -94,3 +94,21 @@ def test_change_words_per_curve():
     assert change_words([1.0 - v for v in step]) == "sudden"  # a sudden drop is sudden too
     with pytest.raises(ValueError, match="three"):
         change_words([0.0, 1.0])
+
+
+def test_seed_interval_is_the_t_interval_over_seeds_clipped_to_the_range():
+    import math
+
+    import numpy as np
+
+    from manyheads.analysis.claims import seed_interval
+
+    values = [0.9, 1.0, 0.8]
+    mean, low, high = seed_interval(values)
+    half = 4.30 * np.std(values, ddof=1) / math.sqrt(3)  # t(0.975, 2 d.o.f.) = 4.30
+    assert mean == pytest.approx(0.9) and low == pytest.approx(0.9 - half) and high == 1.0  # clipped at 1
+    assert seed_interval([0.2, 0.2]) == pytest.approx((0.2, 0.2, 0.2))  # no spread, no width
+    wide, narrow = seed_interval([0.0, 0.4]), seed_interval([0.0, 0.4] * 5)
+    assert wide[2] - wide[1] > narrow[2] - narrow[1]  # fewer seeds, wider interval
+    with pytest.raises(ValueError, match="at least two"):
+        seed_interval([0.5])
