@@ -10,6 +10,7 @@ built; each module's own planted cases (a contradiction that must be caught) liv
 from __future__ import annotations
 
 import importlib
+import re
 from types import ModuleType
 
 
@@ -33,3 +34,25 @@ def numbers(glued: dict[str, dict]) -> dict[str, float | str]:
         except ValueError:
             out[name] = text
     return out
+
+
+# The share each word allows (the chapters' words come from manyheads.analysis.claims.share_words).
+SHARE = {"all": (1.0, 1.0), "none": (0.0, 0.0), "nearly all": (0.9, 1.0), "most": (0.5, 1.0), "a minority": (0.0, 0.5)}
+
+
+def render_glue(text: str, glued: dict) -> str:
+    """Markdown with each {glue:text}`name:fmt` role replaced by the glued value, as the page shows it."""
+
+    def value(match: re.Match) -> str:
+        name, _, fmt = match.group(1).partition(":")
+        v = glued.get(name, f"<{name}?>")
+        if fmt and isinstance(v, float):
+            try:
+                return format(v, fmt)
+            except ValueError:
+                return str(v)
+        if isinstance(v, float) and v.is_integer():
+            return str(int(v))
+        return str(v)
+
+    return re.sub(r"\{glue:text\}`([^`]+)`", value, text)

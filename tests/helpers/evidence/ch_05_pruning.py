@@ -25,23 +25,7 @@ from __future__ import annotations
 
 import re
 
-SHARE = {"all": (1.0, 1.0), "none": (0.0, 0.0), "nearly all": (0.9, 1.0), "most": (0.5, 1.0), "a minority": (0.0, 0.5)}
-
-
-def _render(text: str, glued: dict) -> str:
-    def value(match: re.Match) -> str:
-        name, _, fmt = match.group(1).partition(":")
-        v = glued.get(name, f"<{name}?>")
-        if fmt and isinstance(v, float):
-            try:
-                return format(v, fmt)
-            except ValueError:
-                return str(v)
-        if isinstance(v, float) and v.is_integer():
-            return str(int(v))
-        return str(v)
-
-    return re.sub(r"\{glue:text\}`([^`]+)`", value, text)
+from helpers.evidence import SHARE, render_glue
 
 
 def _markdown(nb) -> list[str]:
@@ -53,7 +37,7 @@ def restating_text(nb, glued: dict) -> str:
     cells = _markdown(nb)
     marks = ("Common misconceptions", "## Summary", "## Check yourself")
     start = next((i for i, s in enumerate(cells) if any(m in s for m in marks)), len(cells))
-    return " ".join(" ".join(_render(s, glued) for s in cells[start:]).split())
+    return " ".join(" ".join(render_glue(s, glued) for s in cells[start:]).split())
 
 
 def _num(glued: dict, name: str) -> float | None:
@@ -64,7 +48,7 @@ def _num(glued: dict, name: str) -> float | None:
 def check(glued: dict, nb) -> list[str]:
     text = restating_text(nb, glued)
     raw = " ".join(" ".join(_markdown(nb)).split())
-    everything = " ".join(_render(raw, glued).split())
+    everything = " ".join(render_glue(raw, glued).split())
     problems: list[str] = []
 
     # Floors.

@@ -24,24 +24,9 @@ from __future__ import annotations
 
 import re
 
+from helpers.evidence import SHARE, render_glue
+
 THRESHOLD = 0.5
-SHARE = {"all": (1.0, 1.0), "none": (0.0, 0.0), "nearly all": (0.9, 1.0), "most": (0.5, 1.0), "a minority": (0.0, 0.5)}
-
-
-def _render(text: str, glued: dict) -> str:
-    def value(match: re.Match) -> str:
-        name, _, fmt = match.group(1).partition(":")
-        v = glued.get(name, f"<{name}?>")
-        if fmt and isinstance(v, float):
-            try:
-                return format(v, fmt)
-            except ValueError:
-                return str(v)
-        if isinstance(v, float) and v.is_integer():
-            return str(int(v))
-        return str(v)
-
-    return re.sub(r"\{glue:text\}`([^`]+)`", value, text)
 
 
 def restating_text(nb, glued: dict) -> str:
@@ -49,7 +34,7 @@ def restating_text(nb, glued: dict) -> str:
     cells = [c.source for c in nb.cells if c.cell_type == "markdown"]
     marks = ("Common misconceptions", "## Summary", "## Check yourself")
     start = next((i for i, s in enumerate(cells) if any(m in s for m in marks)), len(cells))
-    return " ".join(_render(s, glued) for s in cells[start:])
+    return " ".join(render_glue(s, glued) for s in cells[start:])
 
 
 def _num(glued: dict, name: str) -> float | None:
@@ -59,7 +44,7 @@ def _num(glued: dict, name: str) -> float | None:
 
 def body_text(nb, glued: dict) -> str:
     """Every markdown cell of the chapter, glue values filled in."""
-    return " ".join(" ".join(_render(c.source, glued) for c in nb.cells if c.cell_type == "markdown").split())
+    return " ".join(" ".join(render_glue(c.source, glued) for c in nb.cells if c.cell_type == "markdown").split())
 
 
 def _body_problems(glued: dict, nb) -> list[str]:
