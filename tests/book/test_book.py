@@ -269,6 +269,16 @@ def test_chapter_summary_boxes_and_quiz_agree_with_its_experiments(book, chapter
     assert module.check(evidence.numbers(glued_values(nb)), nb) == []
 
 
+@pytest.mark.parametrize("exercise", EXERCISES, ids=lambda p: p.stem)
+def test_exercise_page_words_follow_from_its_numbers(book, exercise):
+    """The standard covers the exercises and the capstone too: their built pages (not executed, so no glue) against
+    rules 1 and 2; the mark schemes, which the pages leave out, are read from solutions/ in test_claims.py."""
+    html = _html(book, f"exercises/{exercise.parent.name}/{exercise.stem}")
+    page = page_from_html(html, {})
+    assert page.sentences, f"{exercise.stem}: the checker found no text on the built page"
+    assert check(page) == []
+
+
 @pytest.mark.browser
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
 def test_chapter_equations_fit_a_phone_or_scroll_with_a_cue(book, chapter):

@@ -194,3 +194,13 @@ def test_the_checker_reads_a_real_chapters_text():
         nb = nbformat.read(chapter, as_version=4)
         regions = {region for region, _ in page_from_notebook(nb).sentences}
         assert {"body", "summary", "check yourself"} <= regions, (chapter.stem, regions)
+
+
+@pytest.mark.parametrize("solution", sorted(REPO.root.glob("solutions/*/*.ipynb")), ids=lambda p: p.parent.name)
+def test_exercise_questions_and_mark_schemes_follow_the_rules(solution):
+    """Each exercise's questions and mark schemes (the instructors' copy in solutions/, whose mark schemes the
+    released pages leave out) against rules 1 and 2: a mark scheme that credits "helps" with an interval through 0
+    would teach the error the chapters avoid."""
+    page = page_from_notebook(nbformat.read(solution, as_version=4))
+    assert len(page.sentences) > 20, f"{solution.name}: the checker found almost no text"
+    assert check(page) == []
