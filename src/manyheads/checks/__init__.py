@@ -11,42 +11,20 @@ Modules: :mod:`~manyheads.checks.core` (shared building blocks), :mod:`~manyhead
 :mod:`~manyheads.checks.specialization` (4), :mod:`~manyheads.checks.pruning` (5),
 :mod:`~manyheads.checks.layer_hierarchy` (6), :mod:`~manyheads.checks.grouped_query_attention` (7).
 
-The names load on first use (``__getattr__`` below): importing this package imports no exercise module, so
-``manyheads.checks.own_work`` (the own-work guard) stays light for the grader, which never imports torch.
+The names come from the exercises' descriptions (:data:`manyheads.course.exercises.EXERCISES`: a new exercise's checks
+module is found there) and load on first use (``__getattr__`` below): importing this package imports no exercise
+module, so ``manyheads.checks.own_work`` (the own-work guard) stays light for the grader, which never imports torch.
 """
 
 from __future__ import annotations
 
 import importlib
 
-# check name -> the exercise module that defines it (each module's __all__ lists its checks; a test keeps the two
-# in step)
-_CHECKS = {
-    "check_softmax": "single_head_bottleneck",
-    "check_scaled_dot_product_attention": "single_head_bottleneck",
-    "check_attention_entropy": "single_head_bottleneck",
-    "check_qk_circuits": "subspaces",
-    "check_head_scores": "subspaces",
-    "check_principal_angles": "subspaces",
-    "check_head_dim": "head_size",
-    "check_split_heads": "head_size",
-    "check_merge_heads": "head_size",
-    "check_mha_param_count": "head_size",
-    "check_multi_head_attention": "head_size",
-    "check_mean_attention_entropy": "specialization",
-    "check_offset_attention": "specialization",
-    "check_relation_accuracy": "specialization",
-    "check_ablate_heads": "pruning",
-    "check_gate_importance": "pruning",
-    "check_prune_mask": "pruning",
-    "check_mean_attention_distance": "layer_hierarchy",
-    "check_induction_score": "layer_hierarchy",
-    "check_attention_rollout": "layer_hierarchy",
-    "check_kv_cache_bytes": "grouped_query_attention",
-    "check_repeat_kv": "grouped_query_attention",
-    "check_grouped_query_attention": "grouped_query_attention",
-    "check_mean_pool_kv": "grouped_query_attention",
-}
+from manyheads.course.exercises import EXERCISES as _EXERCISES
+
+# check name -> the exercise's module (manyheads.checks.<stem without its number>), read from the exercises'
+# descriptions; each module's __all__ lists its checks, and a test keeps the two in step
+_CHECKS = {part.check: exercise.checks_module for exercise in _EXERCISES for part in exercise.code_parts}
 __all__ = list(_CHECKS)
 
 

@@ -246,7 +246,8 @@ def check_principal_angles(principal_angles: Callable[[Tensor, Tensor], Tensor])
     want = _reference_angles(a, b)
     if tuple(got.shape) != (2,) or torch.isnan(got).any() or max_abs_diff(got, want) > 2e-3:
         raise AssertionError(
-            f"for float32 a and b expected {[round(float(x), 4) for x in want]}, got {got.tolist()}: float32 must work "
-            "as well as float64 (do not mix in float64 tensors; clamp the cosines to [-1, 1] before arccos)"
+            f"for float32 a (4, 2) and b (4, 2) expected {[round(float(x), 4) for x in want]}, got {got.tolist()}: "
+            "float32 must work as well as float64 (do not mix in float64 tensors; clamp the cosines to [-1, 1] before "
+            "arccos)"
         )
     report_passed("check_principal_angles")
