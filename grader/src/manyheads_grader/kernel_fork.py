@@ -16,6 +16,15 @@ In the sandbox (run as root) each child, before any student code:
   signal, trace or read the template, which stays root;
 * applies the kernel's output limit and the assignment's own-work rule, as the plain launcher does.
 
+In the sandbox of a grader who is not root (``--userns``: the template runs in bubblewrap's user namespace under the
+grader's own uid, and so does the kernel) each child instead makes a user namespace of its own, nested in the
+template's, with its own mount, PID, IPC and UTS namespaces (:func:`_user_namespace_kernel`): the same fresh home and
+``/tmp``, the same limits, no capabilities (bounding set included), no new privileges, not dumpable. The uid cannot
+keep the template out of reach here, so the PID namespace does: the template is not in the kernel's namespace, so
+the kernel cannot name it to signal or trace it, and its ``/proc`` (mounted afresh) shows only the kernel's own
+processes; the template's socket is bound read-only over itself, so the kernel cannot replace or remove it; what a
+kernel leaves in the runtime folder is removed before the next one starts.
+
 When the kernel exits, or nbgrader drops it, the template kills every process left in its sandbox (the template's
 PID namespace) before it serves the next kernel. The kernel spec's launcher (:data:`CLIENT`) is a thin client that
 asks the template for a kernel and lives as long as it does; when the template is not there (not started, or it
@@ -64,7 +73,10 @@ SANDBOX_ENV = {
 TMPFS_BYTES = 256 * 1024 * 1024  # each of the child's /tmp and /home/student
 SERVED = "[manyheads template] kernel"  # starts the template's log line for each kernel it forks
 
-_CLONE_NEWNS = 0x00020000
+_CLONE_NEWNS, _CLONE_NEWUTS, _CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
+_CLONE_NEWUSER, _CLONE_NEWPID = 0x10000000, 0x20000000
+_PR_SET_PDEATHSIG, _PR_CAPBSET_DROP, _PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL = 1, 24, 47, 4
+_MS_NOEXEC = 0x8
 _MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_REMOUNT = 0x1, 0x2, 0x4, 0x20
 _MS_BIND, _MS_REC, _MS_PRIVATE = 0x1000, 0x4000, 0x40000
 _PR_SET_DUMPABLE, _PR_SET_NO_NEW_PRIVS = 4, 38
@@ -131,9 +143,11 @@ def client_source(fallback: list[str]) -> str:
 class _Settings(argparse.Namespace):
     socket: str
     sandboxed: bool
+    userns: bool
     uid: int
     limits: str
     assignment: str | None
+    server_fd: int = -1  # the template's listening socket, which a kernel must not keep
 
 
 def _libc():
@@ -174,14 +188,14 @@ def mounts_under(folder: str, mountinfo: str) -> list[tuple[str, bool]]:
     return found
 
 
-def _fresh_tmp(libc) -> None:
+def _fresh_tmp(libc, owner: int = 0) -> None:
     """Mount a fresh /tmp (mode 0755, not writable by the kernel, as bwrap --tmpfs gives the plain launcher) and put
     back, at the same paths and read-only as before, what the sandbox had bound under the old one: the interpreter,
     the environment, the course package and nbgrader's runtime folder may all live under /tmp (a mktemp clone)."""
     with open("/proc/self/mountinfo", encoding="utf-8") as f:
         keep = mounts_under("/tmp", f.read())
     handles = [(point, ro, os.open(point, os.O_PATH)) for point, ro in keep]  # reachable once /tmp is covered
-    _mount_tmpfs(libc, "/tmp", "0755", 0)
+    _mount_tmpfs(libc, "/tmp", "0755", owner)
     for point, ro, handle in handles:
         source = f"/proc/self/fd/{handle}"
         parent = os.path.dirname(point)
@@ -197,16 +211,113 @@ def _fresh_tmp(libc) -> None:
         os.close(handle)
 
 
+_LIMITS = ("RLIMIT_AS", "RLIMIT_CPU", "RLIMIT_NPROC", "RLIMIT_FSIZE", "RLIMIT_NOFILE", "RLIMIT_CORE")
+
+
+def _set_limits(limits: dict) -> None:
+    values = (
+        limits["memory_bytes"],
+        limits["cpu_seconds"],
+        limits["processes"],
+        limits["file_bytes"],
+        limits["open_files"],
+        0,
+    )
+    for name, value in zip(_LIMITS, values, strict=True):
+        resource.setrlimit(getattr(resource, name), (value, value))
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+
+def _drop_capabilities(libc) -> None:
+    """Drop every capability: the bounding set, the ambient set, then effective, permitted and inheritable."""
+    for cap in range(64):
+        if libc.prctl(_PR_CAPBSET_DROP, cap, 0, 0, 0) != 0:  # EINVAL past the last capability the kernel knows
+            break
+    libc.prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+    header = _CapHeader(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3: two 32-bit words
+    data = (_CapData * 2)()
+    _check(libc.capset(ctypes.byref(header), data), "drop capabilities")
+
+
+def _user_namespace_kernel(libc, limits: dict, connection: str) -> str:
+    """Not root: the kernel gets a user namespace of its own (mapping only the grader's uid, as the plain launcher's
+    bwrap does) with its own mount, PID, IPC and UTS namespaces, a fresh /tmp and home (tmpfs), the sandbox's
+    limits, and no capabilities at all. Its PID namespace holds only itself and what it starts: the template, which
+    runs under the same uid, is not there to be signalled, traced or read. Three processes: this one waits for the
+    namespace's init (and exits as it does); the init (pid 1) reaps orphans and ends with the kernel, which takes
+    everything left in the namespace with it; the kernel (pid 2). Returns the kernel's connection file, in the
+    kernel. Limits count in the kernel's own user namespace (RLIMIT_NPROC too, Linux 5.14 and later)."""
+    uid, gid = os.getuid(), os.getgid()
+    data = Path(connection).read_bytes()
+    template_socket = os.path.join(os.path.dirname(connection), SOCKET_NAME)
+    flags = _CLONE_NEWUSER | _CLONE_NEWNS | _CLONE_NEWPID | _CLONE_NEWIPC | _CLONE_NEWUTS
+    _check(libc.unshare(flags), "unshare a user namespace")
+    _check(libc.prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0), "dumpable")  # to write its own uid map (reset below)
+    Path("/proc/self/setgroups").write_text("deny")
+    Path("/proc/self/uid_map").write_text(f"{uid} {uid} 1\n")
+    Path("/proc/self/gid_map").write_text(f"{gid} {gid} 1\n")
+    _check(libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0), "not dumpable")
+    _check(libc.mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None), "make mounts private")
+    if os.path.exists(template_socket):  # the kernel may use the runtime folder, not remove or change this socket
+        sock = template_socket.encode()
+        _check(libc.mount(sock, sock, None, _MS_BIND, None), "bind the template's socket")
+        ro = _MS_BIND | _MS_REMOUNT | _MS_RDONLY | _MS_NOSUID | _MS_NODEV
+        _check(libc.mount(None, sock, None, ro, None), "read-only template socket")
+    _fresh_tmp(libc, owner=uid)
+    _mount_tmpfs(libc, "/home/student", "0755", uid)
+    connection = "/home/student/.connection.json"
+    Path(connection).write_bytes(data)
+    os.chdir("/home/student")
+    _set_limits(limits)
+    init = os.fork()  # the first child in the new PID namespace: its init
+    if init:
+        _, status = os.waitpid(init, 0)
+        code = os.waitstatus_to_exitcode(status)
+        os._exit(code if code >= 0 else 128 - code)
+    _check(libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "die with the parent")
+    _check(libc.mount(b"proc", b"/proc", b"proc", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, None), "mount /proc")
+    kernel = os.fork()
+    if kernel:  # the init: reap whatever is orphaned here, end with the kernel (the namespace dies with it)
+        for sig in range(1, signal.NSIG):
+            if sig not in (signal.SIGKILL, signal.SIGSTOP, signal.SIGCHLD):
+                try:
+                    signal.signal(sig, signal.SIG_IGN)
+                except (OSError, ValueError):
+                    pass
+        while True:
+            pid, status = os.waitpid(-1, 0)
+            if pid == kernel:
+                code = os.waitstatus_to_exitcode(status)
+                os._exit(code if code >= 0 else 128 - code)
+    _drop_capabilities(libc)
+    _check(libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no new privileges")
+    _check(libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0), "not dumpable")
+    os.environ.clear()
+    os.environ.update(SANDBOX_ENV)
+    return connection
+
+
 def _become_kernel(settings: _Settings, request: dict) -> None:
     """In the forked child: isolate, limit and drop privileges (sandbox), then run ipykernel. Never returns."""
     limits = json.loads(settings.limits)
     connection = request["connection"]
     for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGPIPE):
         signal.signal(sig, signal.SIG_DFL)
+    if settings.server_fd >= 0:
+        os.close(settings.server_fd)
     os.setsid()
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
-    if settings.sandboxed:
+    if settings.sandboxed and settings.userns:
+        connection = _user_namespace_kernel(_libc(), limits, connection)
+    elif settings.sandboxed:
         libc = _libc()
         uid = settings.uid
         # The connection file belongs to nbgrader (root, 0600): the kernel reads its own copy.
@@ -221,15 +332,7 @@ def _become_kernel(settings: _Settings, request: dict) -> None:
         os.chdir("/home/student")
         os.environ.clear()
         os.environ.update(SANDBOX_ENV)
-        for name, value in (
-            ("RLIMIT_AS", limits["memory_bytes"]),
-            ("RLIMIT_CPU", limits["cpu_seconds"]),
-            ("RLIMIT_NPROC", limits["processes"]),
-            ("RLIMIT_FSIZE", limits["file_bytes"]),
-            ("RLIMIT_NOFILE", limits["open_files"]),
-            ("RLIMIT_CORE", 0),
-        ):
-            resource.setrlimit(getattr(resource, name), (value, value))
+        _set_limits(limits)
         os.setgroups([])
         os.setresgid(uid, uid, uid)
         os.setresuid(uid, uid, uid)  # from root to a user: every capability is dropped
@@ -298,15 +401,37 @@ def _clean_runtime(folder: Path, uid: int) -> None:
             pass
 
 
-def _serve_one(settings: _Settings, conn: socket.socket, keep: set[int]) -> None:
+def _entries(folder: Path) -> set[str]:
+    try:
+        return set(os.listdir(folder))
+    except OSError:
+        return set()
+
+
+def _clean_left_in_runtime(folder: Path, left: set[str], keep: str) -> None:
+    """Not root (the kernel has the grader's uid, so ownership cannot tell): remove ``left``, what appeared in the
+    runtime folder while the previous kernel lived, but the template's socket and this request's connection file."""
+    for name in left - {SOCKET_NAME, keep}:
+        entry = folder / name
+        try:
+            shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
+        except OSError:
+            pass
+
+
+def _serve_one(settings: _Settings, conn: socket.socket, keep: set[int], left: dict[str, set[str]]) -> None:
     reader = conn.makefile("r")
     try:
         request = json.loads(reader.readline() or "{}")
         connection = request["connection"]
     except (ValueError, KeyError):
         return
-    if settings.sandboxed:
-        _clean_runtime(Path(connection).parent, settings.uid)
+    runtime = Path(connection).parent
+    if settings.sandboxed and settings.userns:
+        _clean_left_in_runtime(runtime, left.pop(str(runtime), set()), Path(connection).name)
+        before = _entries(runtime)
+    elif settings.sandboxed:
+        _clean_runtime(runtime, settings.uid)
     pid = os.fork()
     if pid == 0:
         try:
@@ -334,6 +459,8 @@ def _serve_one(settings: _Settings, conn: socket.socket, keep: set[int]) -> None
         pass
     if settings.sandboxed:
         _kill_leftovers(keep)
+    if settings.sandboxed and settings.userns:  # every process of the kernel is gone: what it made stays put now
+        left[str(runtime)] = _entries(runtime) - before
     try:
         conn.sendall(json.dumps({"exit": status if status >= 0 else 128 - status}).encode() + b"\n")
     except OSError:
@@ -351,17 +478,20 @@ def serve(settings: _Settings) -> None:
     server.bind(str(path))
     server.listen(8)
     keep = {os.getpid(), 1}
+    settings.server_fd = server.fileno()
+    left: dict[str, set[str]] = {}
     print(f"[manyheads template] ready in {time.perf_counter() - started:.1f} s", file=sys.stderr, flush=True)
     while True:
         conn, _ = server.accept()
         with conn:
-            _serve_one(settings, conn, keep)
+            _serve_one(settings, conn, keep, left)
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--socket", required=True)
     parser.add_argument("--sandboxed", action="store_true")
+    parser.add_argument("--userns", action="store_true", help="not root: each kernel in a user namespace of its own")
     parser.add_argument("--uid", type=int, default=0)
     parser.add_argument("--limits", required=True, help="the sandbox's Limits as JSON")
     parser.add_argument("--assignment")

@@ -263,10 +263,9 @@ def start_template(
     log: Path | None = None,
 ) -> subprocess.Popen | None:
     """Start the worker's template process (:mod:`kernel_template`) for the kernel spec in ``share``; its socket
-    goes in the runtime folder ``rt``. None where it cannot help: sandboxed but not root (the template needs root
-    to give each kernel its own mounts and user; the kernels then start in a sandbox of their own each)."""
-    if sandboxed and os.geteuid() != 0:
-        return None
+    goes in the runtime folder ``rt``. As root each forked kernel becomes the sandbox user ``uid``; otherwise
+    (``--userns``) each gets a user namespace of its own inside the template's (see :func:`userns_unavailable`)."""
+    userns = sandboxed and os.geteuid() != 0
     spec_dir = Path(share) / "kernels" / (KERNEL_NAME if sandboxed else PLAIN_KERNEL_NAME)
     command = [
         sys.executable,
@@ -285,7 +284,7 @@ def start_template(
             *("--bind", str(rt), str(rt), "--perms", "0755", "--dir", "/home/student", "--chdir", "/home/student"),
             *command,
             "--sandboxed",
-            f"--uid={uid}",
+            *(["--userns"] if userns else [f"--uid={uid}"]),
         ]
     stderr = open(log, "ab") if log else subprocess.DEVNULL  # noqa: SIM115 (the child keeps it)
     try:

@@ -1,0 +1,74 @@
+"""Run a command as an ordinary user (not root), for the tests and the benchmark of grading without root.
+
+When the caller is root, the command runs under ``setpriv`` as ``uid`` (an account such as ``grader-test``, or any
+unused high uid: none is needed), inside a bubblewrap mount namespace where the folders the grader's Python needs are
+readable although a folder above them is closed to other users (a clone or an interpreter under ``/root``, a 0700
+temporary folder). When the caller is not root, the command runs as is. Nothing else changes.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import sysconfig
+from pathlib import Path
+
+
+def grader_paths() -> list[Path]:
+    """What a grader's Python needs to read: the base installation, the virtual environment, the installed packages,
+    the course package and the grader (editable installs live in the clone)."""
+    import manyheads
+    import manyheads_grader
+
+    return [
+        Path(p).resolve()
+        for p in {
+            sys.base_prefix,
+            sys.prefix,
+            sysconfig.get_paths()["purelib"],
+            str(Path(manyheads.__file__).parent),
+            str(Path(manyheads_grader.__file__).parent),
+        }
+    ]
+
+
+def visible_to_all(paths: list[Path]) -> list[str]:
+    """A bwrap prefix (run as root) under which other users can read ``paths`` although a folder above them is
+    closed to them (mode without o+x): each outermost closed folder is replaced by an empty one that holds only those
+    paths, read-only. Empty when nothing is closed."""
+
+    def closed(p: Path) -> bool:
+        return p != Path("/") and not os.stat(p).st_mode & 0o001
+
+    tops = sorted(
+        {next(a for a in reversed(p.parents) if closed(a)) for p in paths if any(map(closed, p.parents))},
+        key=lambda a: len(a.parts),
+    )
+    tops = [a for a in tops if not any(a != b and a.is_relative_to(b) for b in tops)]
+    if not tops:
+        return []
+    args = ["bwrap", "--dev-bind", "/", "/"]
+    for top in tops:
+        inside = sorted({p for p in paths if p.is_relative_to(top)}, key=lambda p: len(p.parts))
+        inside = [p for p in inside if not any(p != q and p.is_relative_to(q) for q in inside)]
+        between = sorted(
+            {a for p in inside for a in p.parents if a.is_relative_to(top) and a != top}, key=lambda a: len(a.parts)
+        )
+        args += ["--perms", "0755", "--tmpfs", str(top)]
+        args += [arg for a in between for arg in ("--perms", "0755", "--dir", str(a))]
+        args += [arg for p in inside for arg in ("--ro-bind", str(p), str(p))]
+    return [*args, "--"]
+
+
+def as_user(command: list[str], uid: int, extra_paths: list[Path] = ()) -> list[str]:
+    """``command`` run as ``uid`` (with its own group, no supplementary groups) when the caller is root."""
+    if os.geteuid() != 0:
+        return list(command)
+    drop = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--"]
+    return [*visible_to_all([*grader_paths(), *map(Path, extra_paths)]), *drop, *command]
+
+
+def user_env(home: Path) -> dict[str, str]:
+    """The environment of the ordinary user's grader: its own home and temporary folder."""
+    env = {k: v for k, v in os.environ.items() if k not in ("HOME", "TMPDIR", "XDG_RUNTIME_DIR")}
+    return {**env, "HOME": str(home), "TMPDIR": str(home), "PATH": f"{Path(sys.executable).parent}:{env['PATH']}"}
