@@ -13,12 +13,14 @@ internet would fail a test.
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
 import nbformat
 import pytest
 import yaml
+from bs4 import BeautifulSoup
 from helpers import evidence
 from helpers.browser import WIDTHS, pages_of, visit_every_page
 from helpers.claims import check, glued_values, page_from_html, page_from_notebook
@@ -267,6 +269,15 @@ def test_chapter_summary_boxes_and_quiz_agree_with_its_experiments(book, chapter
         pytest.skip(f"{chapter.stem} has no evidence module yet")
     nb = book.executed_notebook(chapter)
     assert module.check(evidence.numbers(glued_values(nb)), nb) == []
+
+
+def test_the_landing_page_quotes_the_committed_chapter_times(book):
+    """The landing page's run times are the committed benchmark's (benchmarks/results/chapters_solo.json), as built."""
+    data = json.loads((REPO.root / "benchmarks/results/chapters_solo.json").read_text(encoding="utf-8"))
+    seconds = [float(row["solo_s"]) for row in data["rows"] if (REPO.chapters_dir / f"{row['chapter']}.ipynb").exists()]
+    text = " ".join(BeautifulSoup(_html(book, "intro"), "html.parser").get_text().split())
+    assert f"in {min(seconds):.0f} s to {max(seconds):.0f} s" in text
+    assert data["meta"]["when"][:10] in text
 
 
 @pytest.mark.parametrize("exercise", EXERCISES, ids=lambda p: p.stem)

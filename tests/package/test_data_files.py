@@ -126,6 +126,31 @@ def test_movie_review_snippets_have_a_mean_rating_each():
     assert texts[263].startswith("Münch's genuine insight")  # UTF-8 decoded (id 264)
 
 
+def test_movie_review_ratings_are_each_sentences_raters_and_give_its_mean():
+    ratings = corpora.movie_review_ratings()
+    _texts, means = mh.movie_review_snippets()
+    counts = [len(r) for r in ratings]
+    assert len(ratings) == 10_605 and (min(counts), max(counts)) == (15, 29)  # facts.md section 21
+    assert sum(c == 15 for c in counts) == 2_220
+    assert all(-4 <= v <= 4 for r in ratings for v in r)
+    # The same sentences, in the same order: each mean of the ground-truth file is the mean of these ratings.
+    assert max(abs(sum(r) / len(r) - float(m)) for r, m in zip(ratings, means)) < 1e-6
+
+
+def test_a_ratings_line_whose_mean_does_not_match_is_refused(real, tmp_path, monkeypatch):
+    name = "movieReviewSnippets_anonDataRatings.txt"
+    lines = real[name].decode("utf-8").split("\n")
+    lines[2] = lines[2].replace("[", "[4, ", 1)  # one more rating, the listed mean unchanged
+    changed = tmp_path / name
+    changed.write_text("\n".join(lines), encoding="utf-8")
+    with pytest.raises(corpora.DataFileError, match="sha256"):
+        monkeypatch.setenv("MANYHEADS_DATA", str(tmp_path))
+        corpora.movie_review_ratings()  # the pinned hash refuses it first
+    monkeypatch.setattr(corpora, "data_path", lambda _name: changed)  # past the hash: the line check still refuses
+    with pytest.raises(corpora.DataFileError, match="line 3 .*with that mean"):
+        corpora.movie_review_ratings()
+
+
 # ---- missing and corrupt files -------------------------------------------------------------------------------------
 
 

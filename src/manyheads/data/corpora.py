@@ -64,6 +64,7 @@ __all__ = [
     "lee_similarities",
     "lee_background_text",
     "movie_review_snippets",
+    "movie_review_ratings",
 ]
 
 
@@ -156,6 +157,20 @@ DATA_FILES: dict[str, DataFile] = {
             ),
             "hutto2014vader",
             "10,605 movie-review sentences with their mean human sentiment rating (-4 to +4)",
+        ),
+        DataFile(
+            "movieReviewSnippets_anonDataRatings.txt",
+            _VADER,
+            "sdist",
+            (
+                ArchiveMember(_HUTTO, _HUTTO_SHA256),
+                ArchiveMember(
+                    "hutto_ICWSM_2014/movieReviewSnippets_anonDataRatings.txt",
+                    "658a086bc7239b98b750baa232cab80e6447789020f96a6c847cc1248d7c82f4",
+                ),
+            ),
+            "hutto2014vader",
+            "each of the 10,605 sentences' individual ratings (15-29 raters each), their mean and standard deviation",
         ),
     )
 }
@@ -427,6 +442,36 @@ def movie_review_snippets() -> tuple[list[str], Tensor]:
     if [int(r[0]) for r in records] != list(range(1, 10606)):
         raise DataFileError("movieReviewSnippets_GroundTruth.txt: the ids are not 1 ... 10605 in order.")
     return [r[2] for r in records], torch.tensor([float(r[1]) for r in records], dtype=torch.float32)
+
+
+def movie_review_ratings() -> list[list[int]]:
+    """Each movie-review sentence's individual human ratings (integers from -4 to +4), in the order of
+    :func:`movie_review_snippets` (ids 1 ... 10605): how many people rated each one, and how much they agreed.
+
+    The raw file of Hutto & Gilbert 2014 (references.bib: ``hutto2014vader``); each line's listed mean is checked
+    against its ratings, so a file that does not hold what the means in ``movieReviewSnippets_GroundTruth.txt``
+    were computed from is refused.
+    """
+    name = "movieReviewSnippets_anonDataRatings.txt"
+    ratings = []
+    for number, line in enumerate(_lines(name, "utf-8", "\n"), start=1):
+        fields = line.rstrip("\r").split("\t")
+        values = fields[3].strip("[] ").split(",") if len(fields) == 4 else []
+        try:
+            row = [int(v) for v in values]
+            mean = float(fields[1])
+        except (ValueError, IndexError):
+            row, mean = [], float("nan")
+        if fields[0] != str(number):
+            raise DataFileError(f"{name}: line {number} does not start with the id {number}.")
+        if not row or any(abs(v) > 4 for v in row) or abs(sum(row) / len(row) - mean) > 1e-6:
+            raise DataFileError(
+                f"{name}: line {number} is not 'id<TAB>mean<TAB>sd<TAB>[ratings -4..4]' with that mean."
+            )
+        ratings.append(row)
+    if len(ratings) != 10605:
+        raise DataFileError(f"{name} holds {len(ratings)} sentences, expected 10,605.")
+    return ratings
 
 
 # ---- command line --------------------------------------------------------------------------------------------------
