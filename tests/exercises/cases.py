@@ -2,16 +2,23 @@
 and the package's own computation of each part. Everything else about an exercise comes from its one description
 (:data:`manyheads.course.exercises.EXERCISES`) and its notebooks.
 
-Every table is keyed by the exercise's stem. Answers are source text, what a student types into an answer cell, so
-the same text feeds the visible checks and hidden tests in this process, the released notebook run with nbclient,
-and real nbgrader. An answer replaces the solution's answer cell of its part; the other parts keep the solution's.
+:data:`CASES` and :data:`PACKAGE` have an entry for every exercise of the description: its hand-written cases
+(:data:`KNOWN`, keyed by the exercise's stem; none needed) and the package's functions that compute its parts
+(derived from the description's ``computed_by``, plus :data:`ADAPTERS` where the package's signature differs).
 
-Adding an exercise: its :class:`~manyheads.course.exercises.Exercise` entry, its notebook in solutions/, and its
-entries here (at least one known bug per part); no new test file.
+Answers are source text, what a student types into an answer cell, so the same text feeds the visible checks and
+hidden tests in this process, the released notebook run with nbclient, and real nbgrader. An answer replaces the
+solution's answer cell of its part; the other parts keep the solution's.
+
+Adding an exercise: its :class:`~manyheads.course.exercises.Exercise` entry and its notebook in solutions/ are
+enough (every test then covers it, with wrong answers made from its solution: ``misses.py``); known bugs written here
+(at least one per part once there are any) make its tests sharper. No new test file.
 """
 
 from __future__ import annotations
 
+import importlib
+import inspect
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,8 +26,9 @@ from dataclasses import dataclass
 import torch
 
 import manyheads as mh
-from manyheads.checks.grouped_query_attention import reference_grouped_query_attention
-from manyheads.checks.head_size import reference_multi_head_attention
+from manyheads.course.exercises import EXERCISES, CodePart, Exercise
+
+KNOWN: dict[str, dict] = {}  # stem → {"right", "bugs", "mixed", "written_prompts"}: the hand-written cases
 
 
 @dataclass(frozen=True)
@@ -80,7 +88,7 @@ def _entropy(body: str) -> str:
     return f"\ndef attention_entropy(weights):\n    return {body}\n"
 
 
-EX1 = {
+KNOWN["01_single_head_bottleneck"] = {
     "right": {
         "einsum": {
             "softmax": _softmax("torch.exp(scores - torch.logsumexp(scores, dim=-1, keepdim=True))"),
@@ -309,7 +317,7 @@ def principal_angles(a, b):
 _HIDDEN_QK = "qk_circuits for d_model=12, n_heads=3 differs from the reference"
 _HIDDEN_SCORES = "head_scores for x \\(3, 4, 12\\), n_heads=3 differs from the reference"
 
-EX2 = {
+KNOWN["02_subspaces"] = {
     "right": {
         "loops": {
             "qk_circuits": """
@@ -462,7 +470,7 @@ def multi_head_attention(x, w_q, w_k, w_v, w_o, n_heads, mask=None):
 
 _HIDDEN_MHA = "weights for x \\(2, 5, 12\\), 3 heads, mask None differs from the reference"
 
-EX3 = {
+KNOWN["03_head_size"] = {
     "right": {
         "alternatives": {
             "head_dim": """
@@ -630,7 +638,7 @@ def mha_param_count(d_model, n_heads, bias=True):
 # ------------------------------------------------------------------------------------------------------------------
 # 04_specialization
 
-EX4 = {
+KNOWN["04_specialization"] = {
     "right": {
         "alternatives": {
             "mean_attention_entropy": """
@@ -783,7 +791,7 @@ _HIDDEN_ABLATE = r"head \d+ \((kept|removed)\) of item \d+ is wrong"
 _HIDDEN_IMPORTANCE = r"importance -?[0-9.e+-]+, expected"
 _HIDDEN_PRUNE_COUNT = r"heads removed, expected \d+"
 
-EX5 = {
+KNOWN["05_pruning"] = {
     "right": {
         "alternatives": {
             "ablate_heads": """
@@ -1176,7 +1184,7 @@ _HIDDEN_DISTANCE = r"the distance of head \d+ is wrong"
 _HIDDEN_INDUCTION = r"the score of head \d+ is wrong"
 _HIDDEN_ROLLOUT = r"the rollout of item \d+ is wrong"
 
-EX6 = {
+KNOWN["06_layer_hierarchy"] = {
     "right": {
         "loops": {
             "mean_attention_distance": """
@@ -1465,7 +1473,7 @@ _HIDDEN_REPEAT = r"output head \d+ of item \d+ is wrong"
 _HIDDEN_GQA = r"weights for x \(2, 5, 12\), 6 heads, 2 K/V heads, mask None differs from the reference"
 _HIDDEN_POOL = r"the block of K/V head \d+ is wrong"
 
-EX7 = {
+KNOWN["07_grouped_query_attention"] = {
     "right": {
         "loops": {
             "kv_cache_bytes": """
@@ -1846,71 +1854,65 @@ def _mean_pool_kv(w, n_heads, n_kv_heads):
     return (pooled.weight.T if w.dim() == 2 else pooled.bias).detach().clone()
 
 
-PACKAGE: dict[str, dict[str, tuple[str, Callable]]] = {  # stem → {what: (part, function)}
-    "01_single_head_bottleneck": {
-        "scaled_dot_product_attention": ("scaled_dot_product_attention", mh.attention.scaled_dot_product_attention),
-        "analysis.heads.attention_entropy": ("attention_entropy", mh.analysis.heads.attention_entropy),
-    },
-    "02_subspaces": {
-        "analysis.circuits.qk_circuit per head": ("qk_circuits", _qk_circuits),
-        "analysis.circuits.pair_scores of MultiHeadAttention": ("head_scores", _head_scores),
-        "analysis.circuits.principal_angles": ("principal_angles", mh.analysis.circuits.principal_angles),
-    },
-    "03_head_size": {
-        "costs.head_dim": ("head_dim", mh.costs.head_dim),
-        "attention.split_heads": ("split_heads", mh.attention.split_heads),
-        "attention.merge_heads": ("merge_heads", mh.attention.merge_heads),
-        "costs.mha_param_count": ("mha_param_count", mh.costs.mha_param_count),
-        "MultiHeadAttention": ("multi_head_attention", _multi_head_attention),
-        "checks.head_size.reference_multi_head_attention": ("multi_head_attention", reference_multi_head_attention),
-    },
-    "04_specialization": {
-        "analysis.heads.mean_attention_entropy": ("mean_attention_entropy", mh.analysis.heads.mean_attention_entropy),
-        "analysis.heads.offset_attention": ("offset_attention", mh.analysis.heads.offset_attention),
-        "analysis.probing.relation_accuracy": ("relation_accuracy", mh.analysis.probing.relation_accuracy),
-    },
-    "05_pruning": {
-        "interventions.ablated on a one-layer model": ("ablate_heads", _ablate_heads),
-        "interventions.gate_importance on a model of gates": ("gate_importance", _gate_importance),
-        "interventions.prune_mask": ("prune_mask", mh.interventions.prune_mask),
-    },
-    "06_layer_hierarchy": {
-        "analysis.layers.mean_attention_distance": (
-            "mean_attention_distance",
-            mh.analysis.layers.mean_attention_distance,
-        ),
-        "analysis.induction.induction_score": ("induction_score", mh.analysis.induction.induction_score),
-        "analysis.layers.attention_rollout": ("attention_rollout", mh.analysis.layers.attention_rollout),
-    },
-    "07_grouped_query_attention": {
-        "costs.kv_cache_bytes": ("kv_cache_bytes", mh.costs.kv_cache_bytes),  # the exercise's contract exactly
-        "costs.head_budget": ("kv_cache_bytes", _head_budget_cache),
-        "MultiHeadAttention with n_kv_heads": ("grouped_query_attention", _grouped_query_attention),
-        "checks.grouped_query_attention.reference_grouped_query_attention": (
-            "grouped_query_attention",
-            reference_grouped_query_attention,
-        ),
-        "models.kv_heads.group_kv_heads (mean) on one layer": ("mean_pool_kv", _mean_pool_kv),
-    },
-    "08_capstone": {},  # graded by hand: nothing of the package answers it
+# Where the package's function has another signature than the part's: its computation, adapted (part → {what: f}).
+ADAPTERS: dict[str, dict[str, Callable]] = {
+    "qk_circuits": {"analysis.circuits.qk_circuit per head": _qk_circuits},
+    "head_scores": {"analysis.circuits.pair_scores of MultiHeadAttention": _head_scores},
+    "multi_head_attention": {"MultiHeadAttention": _multi_head_attention},
+    "ablate_heads": {"interventions.ablated on a one-layer model": _ablate_heads},
+    "gate_importance": {"interventions.gate_importance on a model of gates": _gate_importance},
+    "kv_cache_bytes": {"costs.head_budget": _head_budget_cache},
+    "grouped_query_attention": {"MultiHeadAttention with n_kv_heads": _grouped_query_attention},
+    "mean_pool_kv": {"models.kv_heads.group_kv_heads (mean) on one layer": _mean_pool_kv},
 }
 
-CASES: dict[str, dict] = {
-    "01_single_head_bottleneck": EX1,
-    "02_subspaces": EX2,
-    "03_head_size": EX3,
-    "04_specialization": EX4,
-    "05_pruning": EX5,
-    "06_layer_hierarchy": EX6,
-    "07_grouped_query_attention": EX7,
-    # The capstone has no code parts: no right or buggy answers to grade automatically, only its written prompts.
-    "08_capstone": {
-        "right": {},
-        "bugs": {},
-        "mixed": {},
-        "written_prompts": {"hypothesis": "refute", "design": "controls", "predictions": "refute"},
-    },
-}
+
+def resolve(dotted: str):
+    """The object a dotted path names: the longest importable module prefix, then attributes."""
+    parts = dotted.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            found = importlib.import_module(".".join(parts[:cut]))
+        except ModuleNotFoundError:
+            continue
+        for attribute in parts[cut:]:
+            found = getattr(found, attribute)
+        return found
+    raise ModuleNotFoundError(dotted)
+
+
+def _answers_the_part(function, part: CodePart) -> bool:
+    """Whether a package function is the part's contract as it stands: its name (or the checks' reference_<name>),
+    and the part's parameters first, any others with defaults."""
+    if not inspect.isfunction(function) or function.__name__ not in (part.function, f"reference_{part.function}"):
+        return False
+    wanted = [p.split("=")[0].strip() for p in part.signature.split(",") if p.strip()]
+    params = list(inspect.signature(function).parameters.values())
+    return [p.name for p in params[: len(wanted)]] == wanted and all(
+        p.default is not inspect.Parameter.empty for p in params[len(wanted) :]
+    )
+
+
+def _package(exercise: Exercise) -> dict[str, tuple[str, Callable]]:
+    """{what: (part, function)}: each package function the description names that has the part's contract, then the
+    adapted ones. Each must pass the part's visible check and hidden tests."""
+    found: dict[str, tuple[str, Callable]] = {}
+    for part in exercise.code_parts:
+        for dotted in part.computed_by:
+            function = resolve(dotted)
+            if _answers_the_part(function, part):
+                found[dotted.removeprefix("manyheads.")] = (part.function, function)
+        found.update({what: (part.function, f) for what, f in ADAPTERS.get(part.function, {}).items()})
+    return found
+
+
+PACKAGE: dict[str, dict[str, tuple[str, Callable]]] = {e.stem: _package(e) for e in EXERCISES}
+
+# The capstone has no code parts: no right or buggy answers to grade automatically, only its written prompts.
+KNOWN["08_capstone"] = {"written_prompts": {"hypothesis": "refute", "design": "controls", "predictions": "refute"}}
+
+NO_CASES = {"right": {}, "bugs": {}, "mixed": {}, "written_prompts": {}}
+CASES: dict[str, dict] = {e.stem: {**NO_CASES, **KNOWN.get(e.stem, {})} for e in EXERCISES}
 
 
 # ------------------------------------------------------------------------------------------------------------------

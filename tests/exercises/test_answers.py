@@ -12,6 +12,7 @@ import cases
 import pytest
 import torch
 from helpers.nbgrader_course import part_by_function, run_hidden_tests, student_namespace
+from misses import missing
 
 import manyheads as mh
 from manyheads.checks.own_work import suspended
@@ -112,6 +113,17 @@ def test_the_package_computes_what_the_solution_computes(stem, what, passed_line
         assert _run_check(stem, function, computed) == passed_line[stem, function]
     namespace = {**student_namespace(exercise), function: computed}
     run_hidden_tests(exercise, part_by_function(exercise, function), namespace)
+
+
+@pytest.mark.parametrize("stem, function", PARTS)
+def test_hidden_tests_catch_an_answer_made_wrong_from_the_solution(stem, function):
+    """Whatever hand-written bugs an exercise has (none, for a new one), its hidden tests fail an answer that returns
+    wrong numbers (a value where the spec asks for a ValueError) on every input: the template of misses.py."""
+    exercise = BY_STEM[stem]
+    namespace = student_namespace(exercise)
+    namespace[function] = missing(namespace[function], None, "wrong")
+    with pytest.raises(AssertionError):
+        run_hidden_tests(exercise, part_by_function(exercise, function), namespace)
 
 
 def _stub(*args, **kwargs):

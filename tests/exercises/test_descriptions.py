@@ -45,9 +45,9 @@ def _description_cells(exercise: Exercise) -> dict[str, int | None]:
     return cells
 
 
-def test_the_descriptions_are_the_assignments_and_have_cases():
+def test_the_descriptions_are_the_assignments_and_cases_belong_to_them():
     assert [e.stem for e in EXERCISES] == REPO.assignments()
-    assert set(cases.CASES) == set(cases.PACKAGE) == {e.stem for e in EXERCISES}
+    assert set(cases.KNOWN) <= {e.stem for e in EXERCISES}, "hand-written cases of an exercise that does not exist"
 
 
 @pytest.mark.parametrize("exercise, part", PARTS, ids=_ids)
@@ -75,9 +75,11 @@ def test_description_names_every_graded_cell_with_its_points(exercise):
 
 @pytest.mark.parametrize("exercise", EXERCISES, ids=_ids)
 def test_cases_cover_every_part(exercise):
-    """Every part has at least one known bug; every case answers a part that exists."""
+    """Once an exercise has hand-written bugs, every part has at least one; every case answers a part that exists.
+    (Every part, with or without them, is also tested with wrong answers made from its solution: misses.py.)"""
     case, functions = cases.CASES[exercise.stem], {p.function for p in exercise.code_parts}
-    assert {bug.part for bug in case["bugs"].values()} == functions
+    if case["bugs"] or exercise.stem in cases.KNOWN and functions:
+        assert {bug.part for bug in case["bugs"].values()} == functions
     for bug in case["bugs"].values():
         assert bug.also_fails == tuple(f for f in bug.also_fails if f in functions and f != bug.part)
     for answers in case["right"].values():
