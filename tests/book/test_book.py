@@ -86,7 +86,7 @@ FIGURE_WIDGETS = {
     "01_single_head_bottleneck",
     "02_subspaces",
     "04_specialization",
-    "06_meet_a_decoder",
+    "interlude_meet_a_decoder",
     "06_layer_hierarchy",
 }
 
@@ -269,6 +269,13 @@ def test_chapter_summary_boxes_and_quiz_agree_with_its_experiments(book, chapter
         pytest.skip(f"{chapter.stem} has no evidence module yet")
     nb = book.executed_notebook(chapter)
     assert module.check(evidence.numbers(glued_values(nb)), nb) == []
+
+
+def test_a_moved_page_s_old_address_leads_to_the_new_page(book):
+    """The interlude's 0.4 address (chapters/06_meet_a_decoder.html) sends the reader to the page that exists now."""
+    old = _html(book, "chapters/06_meet_a_decoder")
+    target = re.search(r'http-equiv="refresh" content="0; url=([^"]+)"', old).group(1)
+    assert target == "interlude_meet_a_decoder.html" and (book.html / "chapters" / target).is_file()
 
 
 def test_the_landing_page_quotes_the_committed_chapter_times(book):

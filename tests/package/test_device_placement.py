@@ -49,7 +49,7 @@ aten = torch.ops.aten
 DEVICE_CHAPTERS = [
     "04_specialization",
     "05_pruning",
-    "06_meet_a_decoder",
+    "interlude_meet_a_decoder",
     "06_layer_hierarchy",
     "07_grouped_query_attention",
 ]

@@ -61,7 +61,8 @@ class CourseLayout:
         return sorted(p.name for p in self.solutions_dir.iterdir() if p.is_dir() and any(p.glob("*.ipynb")))
 
     def chapters(self) -> list[Path]:
-        return sorted(self.chapters_dir.glob("[0-9][0-9]_*.ipynb"))
+        """Every chapter notebook: the numbered chapters, then the interlude (_toc.yml holds the reading order)."""
+        return sorted(self.chapters_dir.glob("*.ipynb"))
 
     def chapter(self, name: str) -> Path:
         return self.chapters_dir / f"{name}.ipynb"

@@ -1,11 +1,11 @@
-"""The interlude's evidence checks (tests/helpers/evidence/ch_06_meet_a_decoder.py) catch what issue 24's reader found:
+"""The interlude's evidence checks (tests/helpers/evidence/ch_interlude_meet_a_decoder.py) catch what issue 24's reader found:
 "mat" read as copying with no control, "early layers tend to look at the previous token" against the measurements,
 and a decoding speed from one run on a busy machine."""
 
 from __future__ import annotations
 
 import nbformat
-from helpers.evidence import ch_06_meet_a_decoder as interlude
+from helpers.evidence import ch_interlude_meet_a_decoder as interlude
 
 FIXED = (
     'With no earlier copy the model gives "mat" a probability of 0.005, and after one copy 0.147. In the 3 '
