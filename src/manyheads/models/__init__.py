@@ -8,25 +8,11 @@ files), :mod:`~manyheads.models.gguf_file` (the decoder SmolLM2's GGUF file, cha
 model's key/value heads grouped or repeated, chapter 7), :mod:`~manyheads.models.tokenizer` (word pieces and the
 word map). Interventions on any of them (gates, ablation, head removal) live in
 :mod:`manyheads.interventions`, not in the models.
+
+Every module's public names (its ``__all__``) are handed on here, each loaded on first use: ``mh.models.<name>``
+and ``mh.<name>`` are the same object.
 """
 
-from manyheads.models.attention_only import AttentionOnlyOutput, AttentionOnlyTransformer
-from manyheads.models.bert import BertConfig, BertEncoder, EncoderOutput, load_encoder
-from manyheads.models.checkpoints import PretrainedModelError
-from manyheads.models.llama import LlamaDecoder, generate_greedy, load_decoder
-from manyheads.models.tiny import TinyAttentionModel, count_parameters
+from manyheads._public_names import hand_on as _hand_on
 
-__all__ = [
-    "TinyAttentionModel",
-    "count_parameters",
-    "BertConfig",
-    "BertEncoder",
-    "EncoderOutput",
-    "load_encoder",
-    "PretrainedModelError",
-    "LlamaDecoder",
-    "load_decoder",
-    "generate_greedy",
-    "AttentionOnlyTransformer",
-    "AttentionOnlyOutput",
-]
+_NAMES, __all__, __getattr__, __dir__ = _hand_on(globals())
