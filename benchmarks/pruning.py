@@ -50,11 +50,29 @@ def main() -> None:
     parser.add_argument("--step", type=float, default=0.1, help="share of heads removed per step")
     parser.add_argument("--loo-every", type=int, default=1, help="re-estimate leave-one-out every k steps")
     parser.add_argument("--quick", action="store_true", help="a small run to check the script (not for figures)")
+    parser.add_argument("--only-lm", action="store_true", help="only SmolLM2's curves (the ones chapter 5 shows)")
     args = parser.parse_args()
     if args.quick:
         args.eval, args.fit, args.seeds, args.lee_tokens, args.step, args.loo_every = 32, 128, 2, 24, 0.25, 2
         args.lm_tokens, args.lm_rank_windows = 16, 2
     torch.manual_seed(0)
+    plan = [] if args.only_lm else minilm_plan(args)
+    decoder, decoder_tokenizer = mh.load_decoder()
+    bos = decoder.config.bos_token_id
+    documents = lee_documents()
+    starts = [decoder_tokenizer.encode(d).ids[: args.lm_tokens] for d in documents]
+    starts = [ids for ids in starts if len(ids) == args.lm_tokens]
+    news = P.next_token_task(decoder, torch.tensor([[bos, *ids] for ids in starts]), name="SmolLM2 on Lee's news")
+    other = mh.token_windows(
+        decoder_tokenizer.encode(lee_background_text()).ids, 64, bos_id=bos, n_windows=args.lm_rank_windows
+    )
+    news_rank = P.next_token_task(decoder, other, name="other news")
+    plan.append((news, news_rank, False))  # leave-one-out over 270 heads at every step is far too slow here
+    run(plan, args)
+
+
+def minilm_plan(args) -> list:
+    """MiniLM's two tasks, each with the task its heads are ranked on (other documents, other snippets)."""
     model, tokenizer = mh.load_encoder()
     texts, ratings = movie_review_snippets()
     documents, similarities = lee_documents(), lee_similarities()
@@ -69,20 +87,10 @@ def main() -> None:
     sentiment = P.sentiment_probe_task(
         model, tokenizer, texts, ratings, n_fit=args.fit, n_eval=args.eval, alpha=args.alpha, n_importance=args.eval
     )
-    decoder, decoder_tokenizer = mh.load_decoder()
-    bos = decoder.config.bos_token_id
-    starts = [decoder_tokenizer.encode(d).ids[: args.lm_tokens] for d in documents]
-    starts = [ids for ids in starts if len(ids) == args.lm_tokens]
-    news = P.next_token_task(decoder, torch.tensor([[bos, *ids] for ids in starts]), name="SmolLM2 on Lee's news")
-    other = mh.token_windows(
-        decoder_tokenizer.encode(lee_background_text()).ids, 64, bos_id=bos, n_windows=args.lm_rank_windows
-    )
-    news_rank = P.next_token_task(decoder, other, name="other news")
-    plan = [
-        (lee_score, lee_rank, True),
-        (sentiment, sentiment.importance_task, True),
-        (news, news_rank, False),  # leave-one-out over 270 heads at every step is far too slow here
-    ]
+    return [(lee_score, lee_rank, True), (sentiment, sentiment.importance_task, True)]
+
+
+def run(plan, args) -> None:
     rows = []
     minilm_maps = {}
     for task, ranked_on, with_loo in plan:
@@ -137,8 +145,8 @@ def main() -> None:
                     "sizes": vars(args),
                 }
             )
-    p_values = torch.stack([m.p_values() for m in minilm_maps.values()])
-    real = mh.holm(p_values)
+    p_values = torch.stack([m.p_values() for m in minilm_maps.values()]) if minilm_maps else torch.empty(0)
+    real = mh.holm(p_values) if minilm_maps else []
     for (name, mode), m, holm in zip(minilm_maps, minilm_maps.values(), real):
         for row in rows:
             if row["task"] == name:

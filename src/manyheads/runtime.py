@@ -1,14 +1,17 @@
-"""Where code runs and how runs are made repeatable: the automatic device choice and seeding (every chapter)."""
+"""Where code runs and how runs are made repeatable: the automatic device choice and seeding (every chapter), and the
+committed full-size measurements of ``benchmarks/`` that chapters 5-7 set beside their own reduced runs."""
 
 from __future__ import annotations
 
+import json
 import os
 import random
+from pathlib import Path
 
 import numpy as np
 import torch
 
-__all__ = ["device", "seed_everything"]
+__all__ = ["benchmark_result", "device", "seed_everything"]
 
 
 def device() -> torch.device:
@@ -27,3 +30,26 @@ def seed_everything(seed: int) -> None:
     np.random.seed(seed)
     torch.manual_seed(seed)
     os.environ["PYTHONHASHSEED"] = str(seed)
+
+
+def benchmark_result(name: str, *, start: str | Path | None = None) -> dict | None:
+    """The committed result of a benchmark (``benchmarks/results/<name>.json``: its ``meta`` names the machine and
+    date, its ``rows`` the figures), found from ``start`` (default: the working folder, ``chapters/`` when the book
+    executes a chapter) or from the repository this package was installed from; ``None`` where there is no clone
+    (Colab installs the package alone), so a chapter can leave the full-size figures to the published book.
+
+    A file that exists but is not a benchmark result raises ``ValueError`` naming it and the script that rewrites it.
+    """
+    here = Path(start) if start is not None else Path.cwd()
+    folders = [here, *here.parents, Path(__file__).resolve().parents[2]]
+    for folder in folders:
+        path = folder / "benchmarks" / "results" / f"{name}.json"
+        if path.is_file():
+            try:
+                result = json.loads(path.read_text(encoding="utf-8"))
+            except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+                raise ValueError(f"{path} is not readable JSON ({error}): run benchmarks/{name}.py again") from None
+            if not isinstance(result, dict) or not {"meta", "rows"} <= result.keys():
+                raise ValueError(f"{path} has no 'meta' and 'rows': run benchmarks/{name}.py again")
+            return result
+    return None

@@ -1,4 +1,5 @@
-"""The interlude's evidence checks (tests/helpers/evidence/ch_interlude_meet_a_decoder.py) catch what issue 24's reader found:
+"""The interlude's evidence checks (tests/helpers/evidence/ch_interlude_meet_a_decoder.py) catch what issue 24's
+reader found:
 "mat" read as copying with no control, "early layers tend to look at the previous token" against the measurements,
 and a decoding speed from one run on a busy machine."""
 
