@@ -15,6 +15,7 @@ SOLUTIONS = sorted((ROOT / "solutions").glob("*/*.ipynb"))
 EXERCISES = sorted((ROOT / "exercises").glob("*/*.ipynb"))
 ALL_NOTEBOOKS = CHAPTERS + SOLUTIONS + EXERCISES
 STEM = re.compile(r"^\d\d_[a-z0-9_]+$")
+CHAPTER_STEM = re.compile(r"^(\d\d|interlude)_[a-z0-9_]+$")  # an unnumbered page between chapters: interlude_topic
 
 
 def _rel(path: Path) -> str:
@@ -131,7 +132,7 @@ def test_problems_reports_unreadable_files(tmp_path):
 
 def test_names_follow_the_stem_convention():
     for path in CHAPTERS:
-        assert STEM.match(path.stem), path
+        assert CHAPTER_STEM.match(path.stem), path
     for path in SOLUTIONS + EXERCISES:
         assert STEM.match(path.stem) and path.parent.name == path.stem, path
     assert {p.stem for p in SOLUTIONS} == {p.stem for p in EXERCISES}
