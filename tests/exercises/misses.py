@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import io
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -99,3 +100,16 @@ def count_calls(check: Callable[[Any], None], reference: Callable[..., Any]) -> 
     answer = missing(reference, -1, "crashes")  # never misses
     assert run_check(check, answer) is None, "the reference answer must pass its visible check"
     return answer.calls()
+
+
+def names_form(check: Callable[[Any], None], reference: Callable[..., Any], pieces: tuple[str, ...], miss: str):
+    """``(True, call)`` if an answer that misses the way ``miss`` says on one input of ``check`` (the ``call``-th)
+    fails it with a message holding ``pieces`` in order; ``(False, messages)`` with what the check said otherwise."""
+    naming = re.compile(".*".join(re.escape(piece) for piece in pieces), re.S)
+    seen = []
+    for call in range(count_calls(check, reference)):
+        message = run_check(check, missing(reference, call, miss))
+        if message is not None and naming.search(message):
+            return True, call
+        seen.append(message)
+    return False, seen

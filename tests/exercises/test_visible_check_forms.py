@@ -11,13 +11,12 @@ numbers on that input alone fails it with an ``AssertionError`` (never another e
 from __future__ import annotations
 
 import math
-import re
 import textwrap
 
 import pytest
 import torch
 from helpers.nbgrader_course import hidden_tests, student_namespace
-from misses import count_calls, missing, run_check
+from misses import count_calls, missing, names_form, run_check
 
 import manyheads as mh
 from manyheads.course.exercises import EXERCISES, CodePart, Exercise
@@ -79,19 +78,25 @@ def test_every_part_names_the_forms_its_check_must_try(exercise, part):
 @pytest.mark.parametrize("exercise, part, form", FORMS, ids=_ids)
 def test_an_answer_that_misses_one_form_fails_the_visible_check_with_a_message_naming_it(exercise, part, form):
     check, reference = _check(part), _solution(exercise, part)
-    naming = re.compile(".*".join(re.escape(piece) for piece in form.pieces), re.S)
     for miss in form.misses:
-        seen = []
-        for call in range(count_calls(check, reference)):
-            message = run_check(check, missing(reference, call, miss))
-            if message is not None and naming.search(message):
-                assert "NotImplementedError" not in message
-                break
-            seen.append(message)
-        else:
-            raise AssertionError(
-                f"no input of {part.check} names {form.names!r} when the answer {miss} there; it said: {seen}"
-            )
+        named, found = names_form(check, reference, form.pieces, miss)
+        assert named, f"no input of {part.check} names {form.names!r} when the answer {miss} there; it said: {found}"
+        assert "NotImplementedError" not in run_check(check, missing(reference, found, miss))
+
+
+def test_a_check_that_stops_trying_a_form_fails_the_form_test():
+    """The template has teeth: a visible check that no longer hands 1-D scores to the answer (it answers them
+    itself) lets an answer that misses them through, and the form test says so."""
+    exercise = BY_STEM["01_single_head_bottleneck"]
+    part = next(p for p in exercise.code_parts if p.function == "softmax")
+    reference = _solution(exercise, part)
+
+    def check_without_1d_scores(answer):
+        mh.checks.check_softmax(lambda scores: reference(scores) if scores.dim() == 1 else answer(scores))
+
+    form = next(f for f in part.forms if "1-D" in f.names)
+    assert names_form(mh.checks.check_softmax, reference, form.pieces, "crashes")[0]
+    assert not names_form(check_without_1d_scores, reference, form.pieces, "crashes")[0]
 
 
 @pytest.mark.parametrize("exercise, part", PARTS, ids=_ids)
