@@ -4,12 +4,19 @@ Each check calls the student's function through :func:`call_student`, so that on
 unanswered stub) and ``DelegationError`` (the answer calls the course's own implementation of the part: the
 own-work rule of :mod:`manyheads.checks.own_work`, applied here as the grader applies it) escape unchanged and
 every other error says which input caused it.
+
+A check is a table plus its special diagnoses: its first inputs come with diagnoses of the likely bugs ("the softmax
+runs over the wrong axis"), and every other input form the spec allows is a row of a table of :class:`Form`
+(the input, the words that name it, the hint for a wrong answer there) that :func:`check_forms` runs against the
+check's reference. The exercise's description names these forms (``CodePart.forms``), and the tests make, for each,
+an answer that misses only that form.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -27,6 +34,9 @@ __all__ = [
     "expect_value_error",
     "require_tensor",
     "report_passed",
+    "Form",
+    "as_float64",
+    "check_forms",
 ]
 
 # The checks use float64 inputs, so a correct float32 or float64 implementation is far inside these tolerances.
@@ -88,3 +98,71 @@ def require_tensor(name: str, value: Any) -> Tensor:
 
 def report_passed(name: str) -> None:
     print(f"{name}: all visible checks passed")
+
+
+@dataclass(frozen=True)
+class Form:
+    """One row of a check's table: an input form, the words that name it in messages, and the likely bug there."""
+
+    what: str
+    args: tuple
+    kwargs: Mapping[str, Any] = field(default_factory=dict)
+    hint: str = ""
+
+
+def as_float64(value: Any) -> Any:
+    """``value`` with every floating-point tensor in float64 (what the references compute in), others unchanged."""
+    if isinstance(value, Tensor):
+        return value.double() if value.is_floating_point() else value
+    if isinstance(value, (tuple, list)):
+        return type(value)(as_float64(v) for v in value)
+    return value
+
+
+def _returned(fn: Callable[..., Any], form: Form, returns: Sequence[str]) -> tuple[Tensor, ...]:
+    result = call_student(fn, form.what, *form.args, **form.kwargs)
+    if len(returns) == 1:
+        owner = f"{fn.__name__}'" if fn.__name__.endswith("s") else f"{fn.__name__}'s"
+        return (require_tensor(f"{owner} result", result),)
+    if not isinstance(result, tuple) or len(result) != len(returns):
+        raise AssertionError(f"{fn.__name__} should return ({', '.join(returns)}) for {form.what}")
+    return tuple(require_tensor(n, r) for n, r in zip(returns, result))
+
+
+def check_forms(
+    fn: Callable[..., Any],
+    forms: Sequence[Form],
+    reference: Callable[..., Any],
+    *,
+    returns: Sequence[str] = ("result",),
+    run: Callable[[Callable[..., Any], Form], tuple[Tensor, ...]] | None = None,
+) -> None:
+    """Run the student's ``fn`` on every form of the table; compare shapes, then values, with ``reference`` on the
+    same arguments in float64. A wrong shape or value raises ``AssertionError`` naming the form and its hint.
+
+    ``returns`` names the tensors ``fn`` returns (one, or a tuple such as ``("output", "weights")``); ``run`` calls
+    ``fn`` on a form and returns them, where a check needs more (inputs that must not change, say).
+    """
+    name = fn.__name__
+    for form in forms:
+        got = run(fn, form) if run is not None else _returned(fn, form, returns)
+        want = reference(*as_float64(form.args), **{k: as_float64(v) for k, v in form.kwargs.items()})
+        want = want if isinstance(want, tuple) else (want,)
+        shapes = [(tuple(g.shape), tuple(w.shape)) for g, w in zip(got, want)]
+        if any(g != w for g, w in shapes):
+            if len(returns) == 1:
+                raise AssertionError(
+                    f"{name} returned shape {shapes[0][0]} for {form.what}, expected {shapes[0][1]}: {form.hint}"
+                )
+            expected = " and ".join(f"{n} {w}" for n, (_, w) in zip(returns, shapes))
+            raise AssertionError(
+                f"wrong shapes for {form.what}: expected {expected}, got {' and '.join(str(g) for g, _ in shapes)}. "
+                f"{form.hint}"
+            )
+        # the last returned tensor first: of (output, weights), the weights say most about the bug
+        off = [(n, max_abs_diff(g, w)) for n, g, w in reversed(list(zip(returns, got, want))) if not close_to(g, w)]
+        if off and len(returns) == 1:
+            raise AssertionError(f"{name} is wrong for {form.what} (off by up to {off[0][1]:.3g}): {form.hint}")
+        if off:
+            diffs = ", ".join(f"{n} off by up to {d:.3g}" for n, d in off)
+            raise AssertionError(f"wrong result for {form.what} ({diffs}). {form.hint}")

@@ -28,7 +28,9 @@ from manyheads.attention import merge_heads as _merge
 from manyheads.attention import scaled_dot_product_attention as _sdpa
 from manyheads.attention import split_heads as _split
 from manyheads.checks.core import (
+    Form,
     call_student,
+    check_forms,
     close_to,
     expect_value_error,
     fixed_randn,
@@ -249,6 +251,11 @@ def _run_gqa(fn: Callable, what: str, x: Tensor, ws: list[Tensor], n_heads: int,
     return require_tensor("output", result[0]), require_tensor("weights", result[1])
 
 
+def _run_gqa_form(fn: Callable, form: Form) -> tuple[Tensor, Tensor]:
+    x, w_q, w_k, w_v, w_o, n_heads, n_kv = form.args
+    return _run_gqa(fn, form.what, x, [w_q, w_k, w_v, w_o], n_heads, n_kv, form.kwargs.get("mask"))
+
+
 def check_grouped_query_attention(grouped_query_attention: Callable[..., tuple[Tensor, Tensor]]) -> None:
     """Part 3: ``grouped_query_attention(x, w_q, w_k, w_v, w_o, n_heads, n_kv_heads, mask=None)`` → (output,
     weights); query head h uses K/V head h // (n_heads / n_kv_heads); every mask shape of the contract; ValueError
@@ -397,19 +404,11 @@ def check_grouped_query_attention(grouped_query_attention: Callable[..., tuple[T
             "float32 must work as well as float64: keep the input's dtype (use float('-inf'), not -1e300)",
         ),
     ]
+    table = []
     for b, s, d, h, g, dtype, mask, what, hint in forms:
         xx, wws = _gqa_inputs(b, s, d, h, g, seed=79, dtype=dtype)
-        output, weights = _run_gqa(fn, what, xx, wws, h, g, mask)
-        want_out, want_w = reference_grouped_query_attention(xx.double(), *(w.double() for w in wws), h, g, mask)
-        if tuple(weights.shape) != tuple(want_w.shape) or tuple(output.shape) != tuple(want_out.shape):
-            raise AssertionError(
-                f"wrong shapes for {what}: expected output {tuple(want_out.shape)} and weights "
-                f"{tuple(want_w.shape)}, got {tuple(output.shape)} and {tuple(weights.shape)}. {hint}"
-            )
-        if not (close_to(weights, want_w) and close_to(output, want_out)):
-            raise AssertionError(
-                f"wrong result for {what} (weights off by up to {max_abs_diff(weights, want_w):.3g}). {hint}"
-            )
+        table.append(Form(what, (xx, *wws, h, g), {} if mask is None else {"mask": mask}, hint))
+    check_forms(fn, table, reference_grouped_query_attention, run=_run_gqa_form)
 
     for b, d, h, g, why in (
         (2, 12, 6, 4, "n_kv_heads=4 does not divide n_heads=6"),

@@ -17,7 +17,16 @@ from torch import Tensor
 from manyheads.attention import merge_heads as _merge
 from manyheads.attention import scaled_dot_product_attention as _sdpa
 from manyheads.attention import split_heads as _split
-from manyheads.checks.core import call_student, close_to, fixed_randn, max_abs_diff, report_passed, require_tensor
+from manyheads.checks.core import (
+    Form,
+    call_student,
+    check_forms,
+    close_to,
+    fixed_randn,
+    max_abs_diff,
+    report_passed,
+    require_tensor,
+)
 
 __all__ = [
     "check_head_dim",
@@ -367,23 +376,12 @@ def check_multi_head_attention(multi_head_attention: Callable[..., tuple[Tensor,
             "float32 must work as well as float64: keep the input's dtype (use float('-inf'), not -1e300)",
         ),
     ]
+    forms = []
     for shape, heads, dtype, mask, what, hint in cases:
         d = shape[-1]
         xx = fixed_randn(*shape, seed=43).to(dtype)
         ws = [(fixed_randn(d, d, seed=44 + i) / math.sqrt(d)).to(dtype) for i in range(4)]
         kwargs = {} if mask is None else {"mask": mask}
-        result = call_student(multi_head_attention, f"{what} (x {shape}, n_heads={heads})", xx, *ws, heads, **kwargs)
-        if not isinstance(result, tuple) or len(result) != 2:
-            raise AssertionError(f"multi_head_attention should return (output, weights) for {what}")
-        output, weights = require_tensor("output", result[0]), require_tensor("weights", result[1])
-        want_out, want_w = reference_multi_head_attention(xx.double(), *(w.double() for w in ws), heads, mask)
-        if tuple(weights.shape) != tuple(want_w.shape) or tuple(output.shape) != tuple(want_out.shape):
-            raise AssertionError(
-                f"wrong shapes for {what}: expected output {tuple(want_out.shape)} and weights "
-                f"{tuple(want_w.shape)}, got {tuple(output.shape)} and {tuple(weights.shape)}. {hint}"
-            )
-        if not (close_to(weights, want_w) and close_to(output, want_out)):
-            raise AssertionError(
-                f"wrong result for {what} (weights off by up to {max_abs_diff(weights, want_w):.3g}). {hint}"
-            )
+        forms.append(Form(f"{what} (x {shape}, n_heads={heads})", (xx, *ws, heads), kwargs, hint))
+    check_forms(multi_head_attention, forms, reference_multi_head_attention, returns=("output", "weights"))
     report_passed("check_multi_head_attention")

@@ -19,7 +19,17 @@ import torch
 from torch import Tensor
 
 from manyheads.attention import scaled_dot_product_attention as _reference_attention
-from manyheads.checks.core import ATOL, call_student, close_to, fixed_randn, max_abs_diff, report_passed, require_tensor
+from manyheads.checks.core import (
+    ATOL,
+    Form,
+    call_student,
+    check_forms,
+    close_to,
+    fixed_randn,
+    max_abs_diff,
+    report_passed,
+    require_tensor,
+)
 
 __all__ = ["check_softmax", "check_scaled_dot_product_attention", "check_attention_entropy"]
 
@@ -212,60 +222,40 @@ def check_scaled_dot_product_attention(attention: Callable[..., tuple[Tensor, Te
         fixed_randn(2, 1, seq_k, d_k, seed=14),
         fixed_randn(2, 1, seq_k, d_v, seed=15),
     )
-    cases = [
-        (
-            "2-D inputs with no leading axes, q (3, 4), k (5, 4), v (5, 6), no mask",
-            (q[0], k[0], v[0], None),
-            "the leading axes can be none at all: use k.transpose(-2, -1) and dim=-1, and do not assume a batch axis",
+    leading = "the leading axes can be none at all: use k.transpose(-2, -1) and dim=-1, and do not assume a batch axis"
+    forms = [
+        Form(
+            "2-D inputs with no leading axes, q (3, 4), k (5, 4), v (5, 6), no mask", (q[0], k[0], v[0]), hint=leading
         ),
-        (
-            "2-D inputs with no leading axes and a (3, 5) mask",
-            (q[0], k[0], v[0], causal),
-            "the leading axes can be none at all: use k.transpose(-2, -1) and dim=-1, and do not assume a batch axis",
-        ),
-        (
+        Form("2-D inputs with no leading axes and a (3, 5) mask", (q[0], k[0], v[0], causal), hint=leading),
+        Form(
             "float32 inputs q (2, 3, 4), k (2, 5, 4), v (2, 5, 6) with a (3, 5) mask",
             (q.float(), k.float(), v.float(), causal),
-            "float32 must work as well as float64: keep the input's dtype (a constant such as -1e300 does not fit in "
-            "float32; use float('-inf'))",
+            hint="float32 must work as well as float64: keep the input's dtype (a constant such as -1e300 does not fit "
+            "in float32; use float('-inf'))",
         ),
-        (
+        Form(
             "3-D inputs with a 3-D mask of shape (2, 3, 5), one mask per sequence",
             (q, k, v, per_query),
-            "a mask with the same leading axes as the inputs must be applied as it is, element by element",
+            hint="a mask with the same leading axes as the inputs must be applied as it is, element by element",
         ),
-        (
+        Form(
             "4-D inputs (2, 3, seq, d) with a 2-D (3, 5) mask shared by every batch and head",
             (q4, k4, v4, causal),
-            "a (seq_q, seq_k) mask broadcasts over all leading axes",
+            hint="a (seq_q, seq_k) mask broadcasts over all leading axes",
         ),
-        (
+        Form(
             "inputs with leading axes (2, 1) and a full mask of shape (2, 1, 3, 5)",
             (q1, k1, v1, full),
-            "a mask of the weights' own shape is applied element by element; do not squeeze axes of size 1",
+            hint="a mask of the weights' own shape is applied element by element; do not squeeze axes of size 1",
         ),
-        (
+        Form(
             "4-D inputs (2, 3, seq, d) with a (2, 1, 3, 5) mask that broadcasts over the heads",
             (q4, k4, v4, full),
-            "a size-1 axis of the mask broadcasts over that axis of the inputs",
+            hint="a size-1 axis of the mask broadcasts over that axis of the inputs",
         ),
     ]
-    for what, (qq, kk, vv, mask), hint in cases:
-        args = (qq, kk, vv) if mask is None else (qq, kk, vv, mask)
-        result = call_student(attention, what, *args)
-        if not isinstance(result, tuple) or len(result) != 2:
-            raise AssertionError(f"scaled_dot_product_attention should return (output, weights) for {what}")
-        output, weights = require_tensor("output", result[0]), require_tensor("weights", result[1])
-        want_output, want_weights = _reference_attention(qq.double(), kk.double(), vv.double(), mask)
-        if tuple(weights.shape) != tuple(want_weights.shape) or tuple(output.shape) != tuple(want_output.shape):
-            raise AssertionError(
-                f"wrong shapes for {what}: expected output {tuple(want_output.shape)} and weights "
-                f"{tuple(want_weights.shape)}, got {tuple(output.shape)} and {tuple(weights.shape)}. {hint}"
-            )
-        if not (close_to(weights, want_weights) and close_to(output, want_output)):
-            raise AssertionError(
-                f"wrong result for {what} (weights off by up to {max_abs_diff(weights, want_weights):.3g}). {hint}"
-            )
+    check_forms(attention, forms, _reference_attention, returns=("output", "weights"))
     report_passed("check_scaled_dot_product_attention")
 
 

@@ -15,7 +15,16 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
-from manyheads.checks.core import call_student, close_to, fixed_randn, max_abs_diff, report_passed, require_tensor
+from manyheads.checks.core import (
+    Form,
+    call_student,
+    check_forms,
+    close_to,
+    fixed_randn,
+    max_abs_diff,
+    report_passed,
+    require_tensor,
+)
 
 __all__ = ["check_qk_circuits", "check_head_scores", "check_principal_angles"]
 
@@ -68,6 +77,7 @@ def check_qk_circuits(qk_circuits: Callable[[Tensor, Tensor, int], Tensor]) -> N
         raise AssertionError(f"each circuit should have rank at most d_head = 2, got ranks {ranks}")
 
     # The other forms the hidden tests use: one head, heads of width 1, float32 weights.
+    forms = []
     for d_model, n_heads, dtype, what, hint in (
         (
             5,
@@ -92,18 +102,8 @@ def check_qk_circuits(qk_circuits: Callable[[Tensor, Tensor, int], Tensor]) -> N
         ),
     ):
         w_q, w_k = fixed_randn(d_model, d_model, seed=26), fixed_randn(d_model, d_model, seed=27)
-        want = _reference_circuits(w_q, w_k, n_heads)
-        got = require_tensor(
-            "qk_circuits' result", call_student(qk_circuits, what, w_q.to(dtype), w_k.to(dtype), n_heads)
-        )
-        if tuple(got.shape) != tuple(want.shape):
-            raise AssertionError(
-                f"qk_circuits returned shape {tuple(got.shape)} for {what}, expected {tuple(want.shape)}: {hint}"
-            )
-        if not close_to(got, want):
-            raise AssertionError(
-                f"qk_circuits is wrong for {what} (off by up to {max_abs_diff(got, want):.3g}): {hint}"
-            )
+        forms.append(Form(what, (w_q.to(dtype), w_k.to(dtype), n_heads), hint=hint))
+    check_forms(qk_circuits, forms, _reference_circuits)
     report_passed("check_qk_circuits")
 
 
@@ -136,6 +136,7 @@ def check_head_scores(head_scores: Callable[[Tensor, Tensor, Tensor, int], Tenso
         )
 
     # The other forms the hidden tests use: a batch of one, one head, heads of width 1, float32.
+    forms = []
     for batch, seq, d_model, n_heads, dtype, what, hint in (
         (
             1,
@@ -176,18 +177,8 @@ def check_head_scores(head_scores: Callable[[Tensor, Tensor, Tensor, int], Tenso
     ):
         x = fixed_randn(batch, seq, d_model, seed=28)
         w_q, w_k = fixed_randn(d_model, d_model, seed=29), fixed_randn(d_model, d_model, seed=30)
-        want = _reference_scores(x, w_q, w_k, n_heads)
-        got = require_tensor(
-            "head_scores' result", call_student(head_scores, what, x.to(dtype), w_q.to(dtype), w_k.to(dtype), n_heads)
-        )
-        if tuple(got.shape) != tuple(want.shape):
-            raise AssertionError(
-                f"head_scores returned shape {tuple(got.shape)} for {what}, expected {tuple(want.shape)}: {hint}"
-            )
-        if not close_to(got, want):
-            raise AssertionError(
-                f"head_scores is wrong for {what} (off by up to {max_abs_diff(got, want):.3g}): {hint}"
-            )
+        forms.append(Form(what, (x.to(dtype), w_q.to(dtype), w_k.to(dtype), n_heads), hint=hint))
+    check_forms(head_scores, forms, _reference_scores)
     report_passed("check_head_scores")
 
 
