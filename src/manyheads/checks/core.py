@@ -129,31 +129,49 @@ def _returned(fn: Callable[..., Any], form: Form, returns: Sequence[str]) -> tup
     return tuple(require_tensor(n, r) for n, r in zip(returns, result))
 
 
+def _values(t: Tensor) -> list[float]:
+    return [round(float(v), 4) for v in t.detach().double().reshape(-1)]
+
+
+SHAPE_MESSAGE = "{name} returned shape {got} for {what}, expected {want}: {hint}"
+WRONG_MESSAGE = "{name} is wrong for {what} (off by up to {diff:.3g}): {hint}"
+
+
 def check_forms(
     fn: Callable[..., Any],
     forms: Sequence[Form],
     reference: Callable[..., Any],
     *,
     returns: Sequence[str] = ("result",),
-    run: Callable[[Callable[..., Any], Form], tuple[Tensor, ...]] | None = None,
+    run: Callable[[Callable[..., Any], Form], tuple[Tensor, ...] | Tensor] | None = None,
+    shape_message: str = SHAPE_MESSAGE,
+    wrong_message: str = WRONG_MESSAGE,
 ) -> None:
     """Run the student's ``fn`` on every form of the table; compare shapes, then values, with ``reference`` on the
     same arguments in float64. A wrong shape or value raises ``AssertionError`` naming the form and its hint.
 
     ``returns`` names the tensors ``fn`` returns (one, or a tuple such as ``("output", "weights")``); ``run`` calls
-    ``fn`` on a form and returns them, where a check needs more (inputs that must not change, say).
+    ``fn`` on a form and returns them, where a check needs more (inputs that must not change, say). For one returned
+    tensor, ``shape_message`` and ``wrong_message`` word the failures with the fields ``name``, ``what``, ``hint``,
+    ``got`` and ``want`` (shapes), ``diff`` (the largest difference), ``got_values`` and ``want_values``.
     """
     name = fn.__name__
     for form in forms:
         got = run(fn, form) if run is not None else _returned(fn, form, returns)
+        got = got if isinstance(got, tuple) else (got,)
         want = reference(*as_float64(form.args), **{k: as_float64(v) for k, v in form.kwargs.items()})
         want = want if isinstance(want, tuple) else (want,)
         shapes = [(tuple(g.shape), tuple(w.shape)) for g, w in zip(got, want)]
+        if len(returns) == 1:
+            fields = {"name": name, "what": form.what, "hint": form.hint, "got": shapes[0][0], "want": shapes[0][1]}
+            if shapes[0][0] != shapes[0][1]:
+                raise AssertionError(shape_message.format(**fields))
+            if not close_to(got[0], want[0]):
+                diff = max_abs_diff(got[0], want[0])
+                values = {"got_values": _values(got[0]), "want_values": _values(want[0])}
+                raise AssertionError(wrong_message.format(**fields, diff=diff, **values))
+            continue
         if any(g != w for g, w in shapes):
-            if len(returns) == 1:
-                raise AssertionError(
-                    f"{name} returned shape {shapes[0][0]} for {form.what}, expected {shapes[0][1]}: {form.hint}"
-                )
             expected = " and ".join(f"{n} {w}" for n, (_, w) in zip(returns, shapes))
             raise AssertionError(
                 f"wrong shapes for {form.what}: expected {expected}, got {' and '.join(str(g) for g, _ in shapes)}. "
@@ -161,8 +179,6 @@ def check_forms(
             )
         # the last returned tensor first: of (output, weights), the weights say most about the bug
         off = [(n, max_abs_diff(g, w)) for n, g, w in reversed(list(zip(returns, got, want))) if not close_to(g, w)]
-        if off and len(returns) == 1:
-            raise AssertionError(f"{name} is wrong for {form.what} (off by up to {off[0][1]:.3g}): {form.hint}")
         if off:
             diffs = ", ".join(f"{n} off by up to {d:.3g}" for n, d in off)
             raise AssertionError(f"wrong result for {form.what} ({diffs}). {form.hint}")

@@ -22,7 +22,9 @@ import torch
 from torch import Tensor
 
 from manyheads.checks.core import (
+    Form,
     call_student,
+    check_forms,
     close_to,
     expect_value_error,
     fixed_randn,
@@ -58,6 +60,16 @@ def _run(fn: Callable[..., Any], what: str, weights: Tensor, *args: Any) -> Tens
 def _shape(name: str, got: Tensor, want: tuple[int, ...], what: str, hint: str) -> None:
     if tuple(got.shape) != want:
         raise AssertionError(f"{name} returned shape {tuple(got.shape)} for {what}, expected {want}: {hint}")
+
+
+def _run_form(fn: Callable[..., Any], form: Form) -> Tensor:
+    return _run(fn, form.what, *form.args)
+
+
+_NO_SQUEEZE_HEADS = (
+    "{name} returned shape {got} for {what}, expected {want}: (n_heads,): keep the heads' axis even when there is a "
+    "single head or batch item (no squeeze)"
+)
 
 
 def _same(got: Tensor, want: Tensor) -> bool:
@@ -141,22 +153,15 @@ def check_mean_attention_distance(mean_attention_distance: Callable[[Tensor], Te
         ("uniform rows over 5 keys", torch.full((2, 2, 5, 5), 0.2, dtype=torch.float64)),
         ("float32 weights (2, 3, 6, 6)", _attention(2, 3, 6, 6, seed=66).float()),
     ]
-    for what, form in forms:
-        got = _run(mean_attention_distance, what, form)
-        want = _reference_distance(form)
-        _shape(
-            "mean_attention_distance",
-            got,
-            tuple(want.shape),
-            what,
-            "(n_heads,): keep the heads' axis even when there is a single head or batch item (no squeeze)",
-        )
-        if torch.isnan(got).any() or not close_to(got, want):
-            raise AssertionError(
-                f"wrong distances for {what}: expected {[round(float(v), 4) for v in want]}, got "
-                f"{[round(float(v), 4) for v in got.detach().double()]} (a weight on key j counts |i − j| for query "
-                "i, whatever the dtype; average over every query and batch item)"
-            )
+    check_forms(
+        mean_attention_distance,
+        [Form(what, (form,)) for what, form in forms],
+        _reference_distance,
+        run=_run_form,
+        shape_message=_NO_SQUEEZE_HEADS,
+        wrong_message="wrong distances for {what}: expected {want_values}, got {got_values} (a weight on key j counts "
+        "|i − j| for query i, whatever the dtype; average over every query and batch item)",
+    )
     report_passed("check_mean_attention_distance")
 
 
@@ -257,22 +262,15 @@ def check_induction_score(induction_score: Callable[[Tensor, int], Tensor]) -> N
         ("as many heads as batch items, weights (3, 3, 9, 9), half 4", _attention(3, 3, 9, 9, seed=76), 4),
         ("float32 weights (2, 2, 13, 13), half 6", _attention(2, 2, 13, 13, seed=77, causal=True).float(), 6),
     ]
-    for what, form, form_half in forms:
-        got = _run(induction_score, what, form, form_half)
-        want = _reference_induction(form, form_half)
-        _shape(
-            "induction_score",
-            got,
-            tuple(want.shape),
-            what,
-            "(n_heads,): keep the heads' axis even when there is a single head or batch item (no squeeze)",
-        )
-        if torch.isnan(got).any() or not close_to(got, want):
-            raise AssertionError(
-                f"wrong scores for {what}: expected {[round(float(v), 4) for v in want]}, got "
-                f"{[round(float(v), 4) for v in got.detach().double()]} (queries i = half + 1 … 2·half, key "
-                "i − half + 1, averaged over those queries and the batch)"
-            )
+    check_forms(
+        induction_score,
+        [Form(what, (form, form_half)) for what, form, form_half in forms],
+        _reference_induction,
+        run=_run_form,
+        shape_message=_NO_SQUEEZE_HEADS,
+        wrong_message="wrong scores for {what}: expected {want_values}, got {got_values} (queries i = half + 1 … "
+        "2·half, key i − half + 1, averaged over those queries and the batch)",
+    )
 
     base = _attention(1, 2, 7, 7, seed=78, causal=True)
     for what, form, form_half in (
@@ -374,20 +372,15 @@ def check_attention_rollout(attention_rollout: Callable[[Tensor], Tensor]) -> No
         ("as many layers as heads and batch items, weights (2, 2, 2, 3, 3)", _attention(2, 2, 2, 3, 3, seed=96)),
         ("float32 weights (3, 2, 2, 5, 5)", _attention(3, 2, 2, 5, 5, seed=97).float()),
     ]
-    for what, form in forms:
-        got = _run(attention_rollout, what, form)
-        want = _reference_rollout(form)
-        _shape(
-            "attention_rollout",
-            got,
-            tuple(want.shape),
-            what,
-            "(batch, seq, seq): keep the batch axis even for a batch of one or a single token (no squeeze)",
-        )
-        if torch.isnan(got).any() or not close_to(got, want):
-            raise AssertionError(
-                f"wrong rollout for {what} (off by up to {max_abs_diff(got, want):.3g}): A_l = 0.5 · (mean over heads "
-                "of weights[l]) + 0.5 · I for every layer, multiplied as A_{L−1} @ … @ A_0, in the weights' dtype "
-                "or wider (torch.eye(seq) alone is float32)"
-            )
+    check_forms(
+        attention_rollout,
+        [Form(what, (form,)) for what, form in forms],
+        _reference_rollout,
+        run=_run_form,
+        shape_message="{name} returned shape {got} for {what}, expected {want}: (batch, seq, seq): keep the batch "
+        "axis even for a batch of one or a single token (no squeeze)",
+        wrong_message="wrong rollout for {what} (off by up to {diff:.3g}): A_l = 0.5 · (mean over heads of "
+        "weights[l]) + 0.5 · I for every layer, multiplied as A_{{L−1}} @ … @ A_0, in the weights' dtype or wider "
+        "(torch.eye(seq) alone is float32)",
+    )
     report_passed("check_attention_rollout")

@@ -297,22 +297,20 @@ def check_attention_entropy(attention_entropy: Callable[[Tensor], Tensor]) -> No
     scores = fixed_randn(2, 3, 4, 6, seed=16) * 2
     scores[..., 1::3] = float("-inf")
     weights = torch.softmax(scores, dim=-1)
-    want = -torch.special.xlogy(weights, weights).sum(dim=-1)
-    for dtype in (torch.float64, torch.float32):
-        what = f"{str(dtype).removeprefix('torch.')} weights of shape (2, 3, 4, 6) with zeros"
-        got = require_tensor("attention_entropy's result", call_student(attention_entropy, what, weights.to(dtype)))
-        if tuple(got.shape) != (2, 3, 4):
-            raise AssertionError(
-                f"attention_entropy returned shape {tuple(got.shape)} for {what}, expected "
-                "(2, 3, 4): any number of leading axes, sum over the last one only (dim=-1)"
+    float32 = ": float32 must work too; a constant such as 1e-300 is 0 in float32, so log(0) comes back"
+    check_forms(
+        attention_entropy,
+        [
+            Form(
+                f"{str(dtype).removeprefix('torch.')} weights of shape (2, 3, 4, 6) with zeros",
+                (weights.to(dtype),),
+                hint=hint,
             )
-        if torch.isnan(got).any() or not close_to(got, want):
-            raise AssertionError(
-                f"wrong entropies for {what} (off by up to {max_abs_diff(got, want):.3g})"
-                + (
-                    ": float32 must work too; a constant such as 1e-300 is 0 in float32, so log(0) comes back"
-                    if dtype == torch.float32
-                    else ""
-                )
-            )
+            for dtype, hint in ((torch.float64, ""), (torch.float32, float32))
+        ],
+        lambda w: -torch.special.xlogy(w, w).sum(dim=-1),
+        shape_message="{name} returned shape {got} for {what}, expected {want}: any number of leading axes, sum over "
+        "the last one only (dim=-1)",
+        wrong_message="wrong entropies for {what} (off by up to {diff:.3g}){hint}",
+    )
     report_passed("check_attention_entropy")

@@ -18,7 +18,16 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from manyheads.checks.core import call_student, close_to, fixed_randn, max_abs_diff, report_passed, require_tensor
+from manyheads.checks.core import (
+    Form,
+    call_student,
+    check_forms,
+    close_to,
+    fixed_randn,
+    max_abs_diff,
+    report_passed,
+    require_tensor,
+)
 
 __all__ = ["check_mean_attention_entropy", "check_offset_attention", "check_relation_accuracy"]
 
@@ -66,30 +75,19 @@ def check_mean_attention_entropy(mean_attention_entropy: Callable[[Tensor], Tens
     scores = fixed_randn(2, 1, 3, 5, seed=44) * 2
     scores[..., 2::3] = float("-inf")  # exact zeros in every row
     weights = torch.softmax(scores, dim=-1)
-    want = -torch.special.xlogy(weights, weights).sum(-1).mean(-1)
-    for w, dtype, what in (
-        (weights, torch.float64, "weights of shape (2, 1, 3, 5) with zeros"),
-        (weights, torch.float32, "float32 weights of shape (2, 1, 3, 5) with zeros"),
-        (weights[:, 0], torch.float64, "3-D weights of shape (2, 3, 5) with zeros"),
-    ):
-        expected = want if w.dim() == 4 else want[:, 0]
-        got = require_tensor("mean_attention_entropy's result", call_student(mean_attention_entropy, what, w.to(dtype)))
-        _shape(
-            "mean_attention_entropy",
-            got,
-            tuple(expected.shape),
-            f"for {what} the result keeps every leading "
-            "axis, even one of size 1 (no squeeze): reduce only the last two axes",
-        )
-        if torch.isnan(got).any() or not close_to(got, expected):
-            raise AssertionError(
-                f"wrong mean entropy for {what} (off by up to {max_abs_diff(got, expected):.3g})"
-                + (
-                    ": float32 must work too (a constant such as 1e-300 is 0 in float32)"
-                    if dtype == torch.float32
-                    else ""
-                )
-            )
+    float32 = ": float32 must work too (a constant such as 1e-300 is 0 in float32)"
+    check_forms(
+        mean_attention_entropy,
+        [
+            Form("weights of shape (2, 1, 3, 5) with zeros", (weights,)),
+            Form("float32 weights of shape (2, 1, 3, 5) with zeros", (weights.float(),), hint=float32),
+            Form("3-D weights of shape (2, 3, 5) with zeros", (weights[:, 0],)),
+        ],
+        lambda w: -torch.special.xlogy(w, w).sum(-1).mean(-1),
+        shape_message="{name} returned shape {got}, expected {want}: for {what} the result keeps every leading "
+        "axis, even one of size 1 (no squeeze): reduce only the last two axes",
+        wrong_message="wrong mean entropy for {what} (off by up to {diff:.3g}){hint}",
+    )
     report_passed("check_mean_attention_entropy")
 
 
