@@ -21,7 +21,16 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from manyheads.checks.core import call_student, close_to, fixed_randn, max_abs_diff, report_passed, require_tensor
+from manyheads.checks.core import (
+    Form,
+    call_student,
+    check_forms,
+    close_to,
+    fixed_randn,
+    max_abs_diff,
+    report_passed,
+    require_tensor,
+)
 from manyheads.checks.core import expect_value_error as _expect_value_error
 
 __all__ = ["check_ablate_heads", "check_gate_importance", "check_prune_mask"]
@@ -153,16 +162,22 @@ def check_ablate_heads(ablate_heads: Callable[..., Tensor]) -> None:
         ("float32 head_outputs and means, mode 'mean'", x.float(), keep, "mean", means.float()),
         ("float32 head_outputs, mode 'zero'", x.float(), keep, "zero", None),
     ]
-    for what, head_outputs, mask, mode, head_means in forms:
-        extra = {"mode": mode} if head_means is None else {"mode": mode, "means": head_means}
-        got = _run_ablation(ablate_heads, what, head_outputs, mask, **extra)
-        want = _ablated(head_outputs, mask, mode, head_means)
-        if not close_to(got, want):
-            raise AssertionError(
-                f"wrong result for {what} (off by up to {max_abs_diff(got, want):.3g}): removed heads output "
-                + ("0" if mode == "zero" else "means[h] at every batch item and position")
-                + ", kept heads are unchanged (no squeeze: every axis may have size 1)"
+    check_forms(
+        ablate_heads,
+        [
+            Form(
+                what,
+                (head_outputs, mask),
+                {"mode": mode} if head_means is None else {"mode": mode, "means": head_means},
+                "0" if mode == "zero" else "means[h] at every batch item and position",
             )
+            for what, head_outputs, mask, mode, head_means in forms
+        ],
+        lambda head_outputs, keep, mode, means=None: _ablated(head_outputs, keep, mode, means),
+        run=lambda fn, form: _run_ablation(fn, form.what, *form.args, **form.kwargs),
+        wrong_message="wrong result for {what} (off by up to {diff:.3g}): removed heads output {hint}, kept heads are "
+        "unchanged (no squeeze: every axis may have size 1)",
+    )
 
     for what, why, args, kwargs in (
         ("mode='max'", "an unknown mode", (x, keep), {"mode": "max"}),
