@@ -3,7 +3,6 @@ and contract of every part, read from the notebooks rather than written here (fa
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import re
 
@@ -20,20 +19,6 @@ PARTS = [(e, p) for e in EXERCISES for p in e.code_parts]
 
 def _ids(value) -> str:
     return value.stem if isinstance(value, Exercise) else value.function if isinstance(value, CodePart) else str(value)
-
-
-def _resolve(dotted: str):
-    """The object a dotted path names: the longest importable module prefix, then attributes."""
-    parts = dotted.split(".")
-    for cut in range(len(parts), 0, -1):
-        try:
-            found = importlib.import_module(".".join(parts[:cut]))
-        except ModuleNotFoundError:
-            continue
-        for attribute in parts[cut:]:
-            found = getattr(found, attribute)
-        return found
-    raise ModuleNotFoundError(dotted)
 
 
 def _description_cells(exercise: Exercise) -> dict[str, int | None]:
@@ -54,7 +39,7 @@ def test_the_descriptions_are_the_assignments_and_cases_belong_to_them():
 def test_computed_by_names_real_package_functions_and_check_exists(exercise, part):
     for dotted in part.computed_by:
         assert dotted.startswith("manyheads."), dotted
-        found = _resolve(dotted)
+        found = cases.resolve(dotted)
         assert inspect.isclass(found) or inspect.isfunction(found), f"{dotted} is a {type(found).__name__}"
     assert callable(getattr(mh.checks, part.check, None)), f"mh.checks.{part.check} does not exist"
 
