@@ -14,12 +14,16 @@ import os
 import sys
 from pathlib import Path
 
-from manyheads_grader import lms, report, versions
-from manyheads_grader import submissions as collect
-from manyheads_grader.preflight import PreflightError
-from manyheads_grader.records import FEEDBACK_DIR, GradingError, Options
-from manyheads_grader.runner import grade
-from manyheads_grader.submissions import CollectError
+from manyheads_grader.nbgrader_command import skip_iri_parsers
+
+skip_iri_parsers()  # before nbformat is imported below: seconds of CPU for a string format no notebook uses
+
+from manyheads_grader import lms, report, versions  # noqa: E402
+from manyheads_grader import submissions as collect  # noqa: E402
+from manyheads_grader.preflight import PreflightError  # noqa: E402
+from manyheads_grader.records import FEEDBACK_DIR, GradingError, Options  # noqa: E402
+from manyheads_grader.runner import grade  # noqa: E402
+from manyheads_grader.submissions import CollectError  # noqa: E402
 
 
 def build_parser() -> argparse.ArgumentParser:

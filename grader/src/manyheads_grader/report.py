@@ -240,7 +240,9 @@ def write_report(path: Path, rows, facts: dict) -> None:
         else "No notebook could be graded.",
         "",
         f"Graded with {facts['jobs']} job(s), sandbox {'on' if facts['sandbox'] else 'OFF'}, "
-        f"{facts.get('forked_kernels', 0)} kernel(s) forked from a template process, "
+        f"{facts.get('forked_kernels', 0)} kernel(s) forked from a template process"
+        + (f" ({facts['not_forked']})" if facts.get("not_forked") else "")
+        + ", "
         f"{facts['db']} gradebook, in {facts['seconds']:.0f} s.",
         "",
         *([f"Preflight: {facts['preflight']}.", ""] if facts.get("preflight") else []),

@@ -164,6 +164,9 @@ def _grade(
     jobs = max(1, min(opts.jobs, len(todo)))
     workers = [] if opts.scheduler else [Worker(i, master, work, assignment, db, opts) for i in range(jobs)]
     checked = None
+    if not opts.check and len(todo) > jobs:  # every worker grades a chunk of two or more: its template pays off
+        for worker in workers:
+            worker.launch_template()  # their imports run while the preflight runs on the first
     if (opts.preflight or opts.check) and (workers or opts.check):
         first = workers[0] if workers else Worker(0, master, work, assignment, db, opts)
         checked = preflight.run(first, release, solution, assignment, points, sys.executable)
@@ -213,6 +216,7 @@ def _grade(
     if opts.scheduler:  # the same chunks, each graded by the same Worker code on a dask worker (cluster.py)
         workers = cluster.grade_on_cluster(opts.scheduler, master, work, assignment, db, opts, tasks, where)
     forked = sum(w.kernels_from_template() for w in workers) - (checked.forked if checked else 0)
+    not_forked = next((why for w in workers if (why := w.why_not_forked())), "")
     for worker in workers:
         worker.close()
     if errors:
@@ -282,6 +286,7 @@ def _grade(
         "jobs": jobs,
         "sandbox": opts.sandbox,
         "forked_kernels": forked,  # kernels forked from a template process (the rest started Python each)
+        "not_forked": not_forked,  # why not, in one line, when a worker's template failed
         "preflight": checked.summary() if checked else "not run" + (" (graded on a cluster)" if opts.scheduler else ""),
         "seconds": time.monotonic() - started,
         "test_ids": test_ids,

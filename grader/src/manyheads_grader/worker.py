@@ -67,10 +67,12 @@ class Worker:
         self.progress: progress.Progress | None = None  # set by grade() once the preflight is over
         self.test_ids: set[str] = set()
         self.template: subprocess.Popen | None = None
+        self.template_waited = False
+        self.template_failure = ""
 
-    def start_template(self) -> None:
-        """(Re)start this worker's template process (kernel_template.py): kernels are forked from it, each in its
-        own sandbox, instead of each starting Python and importing torch again. Without it they start as before."""
+    def launch_template(self) -> None:
+        """Start this worker's template process without waiting for it (its imports take seconds): the runner
+        launches every worker's while the preflight runs on the first."""
         if self.template is not None and self.template.poll() is None:
             return
         self.template = sandbox.start_template(
@@ -82,8 +84,29 @@ class Worker:
             sandboxed=self.opts.sandbox,
             log=self.root / "template.log",
         )
+        self.template_waited = False
+
+    def start_template(self) -> None:
+        """(Re)start this worker's template process (kernel_template.py) and wait until it listens: kernels are
+        forked from it, each in its own sandbox, instead of each starting Python and importing torch again. Without
+        it they start as before."""
+        if self.template is not None and self.template.poll() is None and self.template_waited:
+            return
+        self.launch_template()
+        self.template_waited = True
         if self.template is not None and not sandbox.template_ready(self.rt, self.template):
-            self.log.append((self.root / "template.log").read_text(encoding="utf-8", errors="replace")[-2000:])
+            text = (self.root / "template.log").read_text(encoding="utf-8", errors="replace")
+            self.log.append(text[-2000:])
+            lines = [line.strip() for line in text.splitlines() if line.strip()]
+            self.template_failure = (lines or ["it did not start within 120 s"])[-1][:200]
+
+    def why_not_forked(self) -> str:
+        """One line: why this worker's kernels were not forked from a template ("" when they were or could be)."""
+        return (
+            f"the template process failed ({self.template_failure}); kernels started one by one"
+            if (self.template_failure)
+            else ""
+        )
 
     def kernels_from_template(self) -> int:
         """How many kernels this worker's template process has forked so far (its log says)."""
