@@ -4,6 +4,7 @@ and ipywidgets).
 :mod:`~manyheads.viz.style` (the course's font sizes and colour-blind-safe colours),
 :mod:`~manyheads.viz.plots` (static figures), :mod:`~manyheads.viz.tables` (HTML tables, number formats),
 :mod:`~manyheads.viz.live` (controls + a figure or table redrawn on change, with no Output widget),
+:mod:`~manyheads.viz.explorers` (live views that the book's pages compute in the reader's browser, with no kernel),
 :mod:`~manyheads.viz.widgets` (the chapters' widgets), :mod:`~manyheads.viz.attention_views` (bertviz views that
 work offline, with a static fallback), :mod:`~manyheads.viz.glue` (values handed to the book's text).
 

@@ -4,7 +4,9 @@
 * :func:`plane_projection_widget` (chapter 2): a d_head = 2 head as a plane onto which 3-D toy embeddings project.
 * :func:`head_budget_widget` and its static form :func:`head_budget_html` (chapter 3): d_model, n_heads,
   n_kv_heads and sequence length in; d_head, parameters, FLOPs, attention-matrix memory and KV-cache size out,
-  with a plain-language message for invalid combinations. The arithmetic lives in :mod:`manyheads.costs`.
+  with a plain-language message for invalid combinations. The arithmetic lives in :mod:`manyheads.costs`; the widget
+  is a :func:`manyheads.viz.explorers.explorer_widget`, so the book's pages compute it without a kernel
+  (``book_static/head_budget.js`` ports both functions).
 * :func:`pruning_explorer` (chapter 5): choose an importance method and a pruned fraction, see which heads go (a
   layer × head map) and what the metric becomes; the pruning is :func:`manyheads.interventions.prune_mask`.
 """
@@ -24,7 +26,8 @@ from torch import Tensor
 
 from manyheads.analysis.circuits import plane_basis, project_onto_plane
 from manyheads.costs import head_budget
-from manyheads.viz.live import figure_widget, html_widget
+from manyheads.viz.explorers import explorer_widget
+from manyheads.viz.live import figure_widget
 from manyheads.viz.style import COLOURBLIND_SAFE
 from manyheads.viz.tables import format_bytes, format_count
 
@@ -40,7 +43,10 @@ __all__ = [
 def head_budget_html(
     d_model: int, n_heads: int, n_kv_heads: int | None = None, seq_len: int = 512, n_layers: int = 1, batch: int = 1
 ) -> str:
-    """One configuration as an HTML table, or a highlighted message saying why it is invalid."""
+    """One configuration as an HTML table, or a highlighted message saying why it is invalid.
+
+    ``book_static/head_budget.js`` ports this function (and :func:`manyheads.costs.head_budget`) for the book's pages:
+    a change here is a change there (tests/book/test_head_budget_port.py compares the two)."""
     try:
         b = head_budget(d_model, n_heads, n_kv_heads, seq_len=seq_len, n_layers=n_layers, batch=batch)
     except ValueError as exc:
@@ -80,7 +86,8 @@ def head_budget_widget(
     d_model: int = 512, n_heads: int = 8, n_kv_heads: int = 8, seq_len: int = 1024, n_layers: int = 1, batch: int = 1
 ) -> widgets.VBox:
     """Live explorer: type a configuration and the table updates (chapter 3; chapter 7 starts it at a real decoder's
-    shape, with K/V heads, context length and batch). Static pages show the defaults."""
+    shape, with K/V heads, context length and batch). The book's pages compute it in the reader's browser
+    (:func:`manyheads.viz.explorers.explorer_widget`)."""
     style = {"description_width": "110px"}
 
     def box(value, description, maximum):
@@ -88,7 +95,8 @@ def head_budget_widget(
             value=value, min=0, max=maximum, description=description, style=style, continuous_update=False
         )
 
-    return html_widget(
+    return explorer_widget(
+        "head_budget",
         head_budget_html,
         d_model=box(d_model, "d_model", 65536),
         n_heads=box(n_heads, "n_heads", 4096),
