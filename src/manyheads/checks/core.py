@@ -6,7 +6,7 @@ own-work rule of :mod:`manyheads.checks.own_work`, applied here as the grader ap
 every other error says which input caused it.
 
 A check is a table plus its special diagnoses: its first inputs come with diagnoses of the likely bugs ("the softmax
-runs over the wrong axis"), and every other input form the spec allows is a row of a table of :class:`Form`
+runs over the wrong axis"), and every other input form the spec allows is a row of a table of :class:`FormInput`
 (the input, the words that name it, the hint for a wrong answer there) that :func:`check_forms` runs against the
 check's reference. The exercise's description names these forms (``CodePart.forms``), and the tests make, for each,
 an answer that misses only that form.
@@ -34,7 +34,7 @@ __all__ = [
     "expect_value_error",
     "require_tensor",
     "report_passed",
-    "Form",
+    "FormInput",
     "as_float64",
     "check_forms",
 ]
@@ -101,7 +101,7 @@ def report_passed(name: str) -> None:
 
 
 @dataclass(frozen=True)
-class Form:
+class FormInput:
     """One row of a check's table: an input form, the words that name it in messages, and the likely bug there."""
 
     what: str
@@ -119,7 +119,7 @@ def as_float64(value: Any) -> Any:
     return value
 
 
-def _returned(fn: Callable[..., Any], form: Form, returns: Sequence[str]) -> tuple[Tensor, ...]:
+def _returned(fn: Callable[..., Any], form: FormInput, returns: Sequence[str]) -> tuple[Tensor, ...]:
     result = call_student(fn, form.what, *form.args, **form.kwargs)
     if len(returns) == 1:
         owner = f"{fn.__name__}'" if fn.__name__.endswith("s") else f"{fn.__name__}'s"
@@ -139,11 +139,11 @@ WRONG_MESSAGE = "{name} is wrong for {what} (off by up to {diff:.3g}): {hint}"
 
 def check_forms(
     fn: Callable[..., Any],
-    forms: Sequence[Form],
+    forms: Sequence[FormInput],
     reference: Callable[..., Any],
     *,
     returns: Sequence[str] = ("result",),
-    run: Callable[[Callable[..., Any], Form], tuple[Tensor, ...] | Tensor] | None = None,
+    run: Callable[[Callable[..., Any], FormInput], tuple[Tensor, ...] | Tensor] | None = None,
     shape_message: str = SHAPE_MESSAGE,
     wrong_message: str = WRONG_MESSAGE,
 ) -> None:

@@ -28,7 +28,7 @@ from manyheads.attention import merge_heads as _merge
 from manyheads.attention import scaled_dot_product_attention as _sdpa
 from manyheads.attention import split_heads as _split
 from manyheads.checks.core import (
-    Form,
+    FormInput,
     call_student,
     check_forms,
     close_to,
@@ -251,7 +251,7 @@ def _run_gqa(fn: Callable, what: str, x: Tensor, ws: list[Tensor], n_heads: int,
     return require_tensor("output", result[0]), require_tensor("weights", result[1])
 
 
-def _run_gqa_form(fn: Callable, form: Form) -> tuple[Tensor, Tensor]:
+def _run_gqa_form(fn: Callable, form: FormInput) -> tuple[Tensor, Tensor]:
     x, w_q, w_k, w_v, w_o, n_heads, n_kv = form.args
     return _run_gqa(fn, form.what, x, [w_q, w_k, w_v, w_o], n_heads, n_kv, form.kwargs.get("mask"))
 
@@ -407,7 +407,7 @@ def check_grouped_query_attention(grouped_query_attention: Callable[..., tuple[T
     table = []
     for b, s, d, h, g, dtype, mask, what, hint in forms:
         xx, wws = _gqa_inputs(b, s, d, h, g, seed=79, dtype=dtype)
-        table.append(Form(what, (xx, *wws, h, g), {} if mask is None else {"mask": mask}, hint))
+        table.append(FormInput(what, (xx, *wws, h, g), {} if mask is None else {"mask": mask}, hint))
     check_forms(fn, table, reference_grouped_query_attention, run=_run_gqa_form)
 
     for b, d, h, g, why in (

@@ -18,7 +18,7 @@ from manyheads.attention import merge_heads as _merge
 from manyheads.attention import scaled_dot_product_attention as _sdpa
 from manyheads.attention import split_heads as _split
 from manyheads.checks.core import (
-    Form,
+    FormInput,
     call_student,
     check_forms,
     close_to,
@@ -382,6 +382,6 @@ def check_multi_head_attention(multi_head_attention: Callable[..., tuple[Tensor,
         xx = fixed_randn(*shape, seed=43).to(dtype)
         ws = [(fixed_randn(d, d, seed=44 + i) / math.sqrt(d)).to(dtype) for i in range(4)]
         kwargs = {} if mask is None else {"mask": mask}
-        forms.append(Form(f"{what} (x {shape}, n_heads={heads})", (xx, *ws, heads), kwargs, hint))
+        forms.append(FormInput(f"{what} (x {shape}, n_heads={heads})", (xx, *ws, heads), kwargs, hint))
     check_forms(multi_head_attention, forms, reference_multi_head_attention, returns=("output", "weights"))
     report_passed("check_multi_head_attention")

@@ -22,7 +22,7 @@ import torch
 from torch import Tensor
 
 from manyheads.checks.core import (
-    Form,
+    FormInput,
     call_student,
     check_forms,
     close_to,
@@ -62,7 +62,7 @@ def _shape(name: str, got: Tensor, want: tuple[int, ...], what: str, hint: str) 
         raise AssertionError(f"{name} returned shape {tuple(got.shape)} for {what}, expected {want}: {hint}")
 
 
-def _run_form(fn: Callable[..., Any], form: Form) -> Tensor:
+def _run_form(fn: Callable[..., Any], form: FormInput) -> Tensor:
     return _run(fn, form.what, *form.args)
 
 
@@ -155,7 +155,7 @@ def check_mean_attention_distance(mean_attention_distance: Callable[[Tensor], Te
     ]
     check_forms(
         mean_attention_distance,
-        [Form(what, (form,)) for what, form in forms],
+        [FormInput(what, (form,)) for what, form in forms],
         _reference_distance,
         run=_run_form,
         shape_message=_NO_SQUEEZE_HEADS,
@@ -264,7 +264,7 @@ def check_induction_score(induction_score: Callable[[Tensor, int], Tensor]) -> N
     ]
     check_forms(
         induction_score,
-        [Form(what, (form, form_half)) for what, form, form_half in forms],
+        [FormInput(what, (form, form_half)) for what, form, form_half in forms],
         _reference_induction,
         run=_run_form,
         shape_message=_NO_SQUEEZE_HEADS,
@@ -374,7 +374,7 @@ def check_attention_rollout(attention_rollout: Callable[[Tensor], Tensor]) -> No
     ]
     check_forms(
         attention_rollout,
-        [Form(what, (form,)) for what, form in forms],
+        [FormInput(what, (form,)) for what, form in forms],
         _reference_rollout,
         run=_run_form,
         shape_message="{name} returned shape {got} for {what}, expected {want}: (batch, seq, seq): keep the batch "

@@ -22,7 +22,7 @@ import torch
 from torch import Tensor
 
 from manyheads.checks.core import (
-    Form,
+    FormInput,
     call_student,
     check_forms,
     close_to,
@@ -165,7 +165,7 @@ def check_ablate_heads(ablate_heads: Callable[..., Tensor]) -> None:
     check_forms(
         ablate_heads,
         [
-            Form(
+            FormInput(
                 what,
                 (head_outputs, mask),
                 {"mode": mode} if head_means is None else {"mode": mode, "means": head_means},

@@ -21,7 +21,7 @@ from torch import Tensor
 from manyheads.attention import scaled_dot_product_attention as _reference_attention
 from manyheads.checks.core import (
     ATOL,
-    Form,
+    FormInput,
     call_student,
     check_forms,
     close_to,
@@ -224,32 +224,32 @@ def check_scaled_dot_product_attention(attention: Callable[..., tuple[Tensor, Te
     )
     leading = "the leading axes can be none at all: use k.transpose(-2, -1) and dim=-1, and do not assume a batch axis"
     forms = [
-        Form(
+        FormInput(
             "2-D inputs with no leading axes, q (3, 4), k (5, 4), v (5, 6), no mask", (q[0], k[0], v[0]), hint=leading
         ),
-        Form("2-D inputs with no leading axes and a (3, 5) mask", (q[0], k[0], v[0], causal), hint=leading),
-        Form(
+        FormInput("2-D inputs with no leading axes and a (3, 5) mask", (q[0], k[0], v[0], causal), hint=leading),
+        FormInput(
             "float32 inputs q (2, 3, 4), k (2, 5, 4), v (2, 5, 6) with a (3, 5) mask",
             (q.float(), k.float(), v.float(), causal),
             hint="float32 must work as well as float64: keep the input's dtype (a constant such as -1e300 does not fit "
             "in float32; use float('-inf'))",
         ),
-        Form(
+        FormInput(
             "3-D inputs with a 3-D mask of shape (2, 3, 5), one mask per sequence",
             (q, k, v, per_query),
             hint="a mask with the same leading axes as the inputs must be applied as it is, element by element",
         ),
-        Form(
+        FormInput(
             "4-D inputs (2, 3, seq, d) with a 2-D (3, 5) mask shared by every batch and head",
             (q4, k4, v4, causal),
             hint="a (seq_q, seq_k) mask broadcasts over all leading axes",
         ),
-        Form(
+        FormInput(
             "inputs with leading axes (2, 1) and a full mask of shape (2, 1, 3, 5)",
             (q1, k1, v1, full),
             hint="a mask of the weights' own shape is applied element by element; do not squeeze axes of size 1",
         ),
-        Form(
+        FormInput(
             "4-D inputs (2, 3, seq, d) with a (2, 1, 3, 5) mask that broadcasts over the heads",
             (q4, k4, v4, full),
             hint="a size-1 axis of the mask broadcasts over that axis of the inputs",
@@ -301,7 +301,7 @@ def check_attention_entropy(attention_entropy: Callable[[Tensor], Tensor]) -> No
     check_forms(
         attention_entropy,
         [
-            Form(
+            FormInput(
                 f"{str(dtype).removeprefix('torch.')} weights of shape (2, 3, 4, 6) with zeros",
                 (weights.to(dtype),),
                 hint=hint,

@@ -19,7 +19,7 @@ import torch
 from torch import Tensor
 
 from manyheads.checks.core import (
-    Form,
+    FormInput,
     call_student,
     check_forms,
     close_to,
@@ -79,9 +79,9 @@ def check_mean_attention_entropy(mean_attention_entropy: Callable[[Tensor], Tens
     check_forms(
         mean_attention_entropy,
         [
-            Form("weights of shape (2, 1, 3, 5) with zeros", (weights,)),
-            Form("float32 weights of shape (2, 1, 3, 5) with zeros", (weights.float(),), hint=float32),
-            Form("3-D weights of shape (2, 3, 5) with zeros", (weights[:, 0],)),
+            FormInput("weights of shape (2, 1, 3, 5) with zeros", (weights,)),
+            FormInput("float32 weights of shape (2, 1, 3, 5) with zeros", (weights.float(),), hint=float32),
+            FormInput("3-D weights of shape (2, 3, 5) with zeros", (weights[:, 0],)),
         ],
         lambda w: -torch.special.xlogy(w, w).sum(-1).mean(-1),
         shape_message="{name} returned shape {got}, expected {want}: for {what} the result keeps every leading "

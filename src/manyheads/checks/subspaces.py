@@ -16,7 +16,7 @@ import torch
 from torch import Tensor
 
 from manyheads.checks.core import (
-    Form,
+    FormInput,
     call_student,
     check_forms,
     close_to,
@@ -102,7 +102,7 @@ def check_qk_circuits(qk_circuits: Callable[[Tensor, Tensor, int], Tensor]) -> N
         ),
     ):
         w_q, w_k = fixed_randn(d_model, d_model, seed=26), fixed_randn(d_model, d_model, seed=27)
-        forms.append(Form(what, (w_q.to(dtype), w_k.to(dtype), n_heads), hint=hint))
+        forms.append(FormInput(what, (w_q.to(dtype), w_k.to(dtype), n_heads), hint=hint))
     check_forms(qk_circuits, forms, _reference_circuits)
     report_passed("check_qk_circuits")
 
@@ -177,7 +177,7 @@ def check_head_scores(head_scores: Callable[[Tensor, Tensor, Tensor, int], Tenso
     ):
         x = fixed_randn(batch, seq, d_model, seed=28)
         w_q, w_k = fixed_randn(d_model, d_model, seed=29), fixed_randn(d_model, d_model, seed=30)
-        forms.append(Form(what, (x.to(dtype), w_q.to(dtype), w_k.to(dtype), n_heads), hint=hint))
+        forms.append(FormInput(what, (x.to(dtype), w_q.to(dtype), w_k.to(dtype), n_heads), hint=hint))
     check_forms(head_scores, forms, _reference_scores)
     report_passed("check_head_scores")
 
