@@ -1,5 +1,6 @@
 """Explorers that respond with and without a kernel (issue 27): chapters 3 and 7's head-budget calculator, and the
-way to write every later one.
+way to write every later one. Figure explorers (chapters 1 and 2) are the same box with stored states instead of a
+port: :func:`figure_explorer`, described in its section below.
 
 :func:`explorer_widget` is a :func:`manyheads.viz.live.html_widget` (controls above an HTML view, then an error line)
 whose parts carry class names that the built book's ``book_static/explorers.js`` looks for. Under a kernel (Jupyter,
@@ -26,13 +27,16 @@ another kind needs its reading in ``explorers.js`` first (:data:`CONTROL_KINDS` 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import itertools
+import json
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import ipywidgets as widgets
 
-from manyheads.viz.live import html_widget
+from manyheads.viz.live import figure_widget, html_widget
 
-__all__ = ["explorer_widget"]
+__all__ = ["explorer_widget", "figure_explorer", "panels_figure"]
 
 # The controls explorers.js can read in a page, by kind (a subclass counts: BoundedIntText is an IntText).
 CONTROL_KINDS: dict[str, tuple[type, ...]] = {"int": (widgets.IntText, widgets.BoundedIntText)}
@@ -66,3 +70,146 @@ def explorer_widget(name: str, render: Callable[..., str], **controls: widgets.V
     box.add_class("mh-explorer")
     box.add_class(f"mh-explorer--{name}")
     return box
+
+
+# ---------------------------------------------------------------------------------------------------------------------
+# Figure explorers with stored states: the same way, for figures whose controls have few values.
+#
+# A figure explorer's picture comes from ``state(**fixed, **values)``, a small JSON-able description of the figure
+# (:func:`panels_figure` reads it: bar and scatter panels, numbers rounded), computed for every point of the
+# controls' grid when the widget is made and saved with it in a hidden HTML widget (class ``mh-explorer-states``).
+# Under a kernel the picture is matplotlib's drawing of the state for the controls' values, as for any figure_widget;
+# on the book's pages ``explorers.js`` draws the stored state for the controls' values as SVG (``drawPanels``).
+# A float slider's grid is min, min + step, ..., max (at most MAX_GRID values), a dropdown's grid its options.
+
+MAX_GRID = 21  # values per control (issue 27: "continuous sliders on a stated grid of at most 21 steps")
+MAX_STATES_BYTES = 2_000_000  # what one explorer may add to its page (the page's budget is 3 MB)
+STATE_KINDS: dict[str, tuple[type, ...]] = {"float": (widgets.FloatSlider,), "choice": (widgets.Dropdown,)}
+
+
+def control_grid(name: str, control: widgets.ValueWidget) -> list:
+    """The values a control of a stored-state explorer can take, in order (float slider: min to max by step)."""
+    if isinstance(control, widgets.FloatSlider):
+        count = round((control.max - control.min) / control.step) + 1
+        grid = [round(control.min + i * control.step, 10) for i in range(count)]
+        if abs(grid[-1] - control.max) > 1e-9 or not any(abs(control.value - v) < 1e-9 for v in grid):
+            raise ValueError(
+                f"slider {name!r}: its max ({control.max}) and value ({control.value}) must lie on the grid "
+                f"{control.min}, {control.min} + {control.step}, ..."
+            )
+    elif isinstance(control, widgets.Dropdown):
+        grid = (
+            [value for _label, value in control.options]
+            if isinstance(control.options[0], tuple)
+            else list(control.options)
+        )
+    else:
+        readable = ", ".join(t.__name__ for types in STATE_KINDS.values() for t in types)
+        raise TypeError(f"control {name!r} is a {type(control).__name__}; a stored-state explorer reads {readable}")
+    if len(grid) > MAX_GRID:
+        raise ValueError(f"control {name!r} has {len(grid)} values; a stored-state explorer allows {MAX_GRID}")
+    return grid
+
+
+def _distance(a: Any, b: Any) -> float:
+    return abs(a - b) if isinstance(a, (int, float)) and isinstance(b, (int, float)) else float(a != b)
+
+
+def state_key(indices: Sequence[int]) -> str:
+    """The key of a state in the stored table: the controls' grid positions, comma-separated ("3,0,5")."""
+    return ",".join(str(i) for i in indices)
+
+
+def stored_states(
+    state: Callable[..., dict], fixed: Mapping[str, Any], grids: Mapping[str, Sequence]
+) -> dict[str, dict]:
+    """``state(**fixed, **values)`` for every point of the grids, by :func:`state_key`."""
+    names = list(grids)
+    table = {}
+    for indices in itertools.product(*(range(len(grids[n])) for n in names)):
+        values = {n: grids[n][i] for n, i in zip(names, indices)}
+        table[state_key(indices)] = state(**fixed, **values)
+    return table
+
+
+def figure_explorer(
+    name: str,
+    state: Callable[..., dict],
+    fixed: Mapping[str, Any] | None = None,
+    dpi: int = 100,
+    **controls: widgets.ValueWidget,
+) -> widgets.VBox:
+    """A figure_widget drawing :func:`panels_figure` of ``state(**fixed, **values)``, whose states on the controls'
+    grids are saved with it for the book's pages (section comment above). ``state`` is importable (``module.name``)
+    and ``fixed`` JSON-able, so a test can recompute any stored state. ``children``: the controls, the stored states
+    (hidden), the image, the figure in words, the error line."""
+    if not name.isidentifier():
+        raise ValueError(f"an explorer's name is a JavaScript-safe identifier such as 'one_softmax', got {name!r}")
+    fixed = dict(fixed or {})
+    grids = {argument: control_grid(argument, control) for argument, control in controls.items()}
+    table = stored_states(state, fixed, grids)
+    data = {
+        "function": f"{state.__module__}.{state.__qualname__}",
+        "fixed": fixed,
+        "controls": list(grids),
+        "grids": grids,
+        "labels": {a: [str(o[0]) for o in c.options] for a, c in controls.items() if isinstance(c, widgets.Dropdown)},
+        "initial": state_key(
+            [min(range(len(g)), key=lambda i, g=g, a=a: _distance(g[i], controls[a].value)) for a, g in grids.items()]
+        ),
+        "states": table,
+    }
+    text = json.dumps(data, separators=(",", ":"), allow_nan=False)
+    if len(text) > MAX_STATES_BYTES:
+        raise ValueError(f"explorer {name!r} stores {len(text):,} bytes of states; at most {MAX_STATES_BYTES:,}")
+    box = figure_widget(lambda **values: panels_figure(state(**fixed, **values)), dpi=dpi, **controls)
+    # inert data in the page (a script of type application/json never runs); "<" escaped so no "</script>" ends it
+    stored = widgets.HTML(
+        '<script type="application/json" class="mh-states-data">' + text.replace("<", "\\u003c") + "</script>",
+        layout=widgets.Layout(display="none"),
+    )
+    stored.add_class("mh-explorer-states")
+    *inputs, image, alt, message = box.children
+    for argument, control in zip(grids, inputs):
+        kind = "float" if isinstance(control, widgets.FloatSlider) else "choice"
+        for css in ("mh-control", f"mh-control--{argument}", f"mh-kind--{kind}"):
+            control.add_class(css)
+    image.add_class("mh-explorer-view")
+    message.add_class("mh-explorer-message")
+    box.children = (*inputs, stored, image, alt, message)  # view, words and error line last, as in figure_widget
+    box.add_class("mh-explorer")
+    box.add_class(f"mh-explorer--{name}")
+    return box
+
+
+def panels_figure(spec: Mapping[str, Any]) -> Any:
+    """The matplotlib figure of a state: ``spec["size"]`` (inches) and ``spec["panels"]``, side by side, each a
+    ``bar`` (``x`` labels, ``y`` heights, ``colors``, optional ``notes`` [x, y, text], ``rotate`` the tick labels)
+    or a ``scatter`` (``points`` [[x, y]], ``colors``, ``labels``, ``rises`` (points above each label), equal
+    aspect, axes through 0), with ``title``, ``xlabel``, ``ylabel``, ``ylim``. explorers.js draws the same as SVG."""
+    import matplotlib.pyplot as plt
+
+    panels = spec["panels"]
+    fig, axes = plt.subplots(1, len(panels), figsize=tuple(spec["size"]), layout="constrained", squeeze=False)
+    for ax, panel in zip(axes[0], panels):
+        if panel["kind"] == "bar":
+            positions = range(len(panel["x"]))
+            ax.bar(positions, panel["y"], color=panel["colors"])
+            rotate = panel.get("rotate", 0)
+            ax.set_xticks(positions, panel["x"], rotation=rotate, ha="right" if rotate else "center", fontsize="small")
+            for x, y, text in panel.get("notes", []):
+                ax.text(x, y, text, ha="center", fontsize="medium")
+        else:
+            ax.axhline(0, color="0.8", lw=0.8)
+            ax.axvline(0, color="0.8", lw=0.8)
+            for (px, py), colour, label, rise in zip(panel["points"], panel["colors"], panel["labels"], panel["rises"]):
+                ax.scatter(px, py, color=colour, s=30)
+                ax.annotate(label, (px, py), textcoords="offset points", xytext=(4, 4 + rise), fontsize="small")
+            ax.margins(0.2)
+            ax.set_aspect("equal", adjustable="datalim")
+        if "ylim" in panel:
+            ax.set_ylim(*panel["ylim"])
+        ax.set_xlabel(panel.get("xlabel", ""))
+        ax.set_ylabel(panel.get("ylabel", ""))
+        ax.set_title(panel.get("title", ""), fontsize="medium")
+    return fig

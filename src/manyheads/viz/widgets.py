@@ -2,6 +2,9 @@
 
 * :func:`one_softmax_widget` (chapter 1): one query's single softmax over the keys and the blend it returns.
 * :func:`plane_projection_widget` (chapter 2): a d_head = 2 head as a plane onto which 3-D toy embeddings project.
+  Both are :func:`manyheads.viz.explorers.figure_explorer` views: the figure is drawn from a small state
+  (:func:`one_softmax_state`, :func:`plane_projection_state`) that is also stored for every step of the sliders, so
+  the book's pages move them without a kernel.
 * :func:`head_budget_widget` and its static form :func:`head_budget_html` (chapter 3): d_model, n_heads,
   n_kv_heads and sequence length in; d_head, parameters, FLOPs, attention-matrix memory and KV-cache size out,
   with a plain-language message for invalid combinations. The arithmetic lives in :mod:`manyheads.costs`; the widget
@@ -26,7 +29,7 @@ from torch import Tensor
 
 from manyheads.analysis.circuits import plane_basis, project_onto_plane
 from manyheads.costs import head_budget
-from manyheads.viz.explorers import explorer_widget
+from manyheads.viz.explorers import explorer_widget, figure_explorer
 from manyheads.viz.live import figure_widget
 from manyheads.viz.style import COLOURBLIND_SAFE
 from manyheads.viz.tables import format_bytes, format_count
@@ -107,8 +110,15 @@ def head_budget_widget(
     )
 
 
-def _draw_one_softmax(gap: float, other: float, vocab: Sequence[str], token_a: int, token_b: int) -> Figure:
-    # Five key positions i-4 … i; the two that matter are i-1 (holding token_a) and i-3 (holding token_b).
+# The key positions that matter (orange, as the chapter's text says), the others, and the output (the course's C1,
+# grey and C0, written out: a state must not depend on the matplotlib style the process happens to have).
+WANTED_COLOUR, OTHER_COLOUR, OUTPUT_COLOUR = COLOURBLIND_SAFE[1], "#8c8c8c", COLOURBLIND_SAFE[0]
+
+
+def one_softmax_state(gap: float, other: float, vocab: Sequence[str], token_a: int = 0, token_b: int = 1) -> dict:
+    """What the chapter-1 explorer shows for one setting, as :func:`manyheads.viz.explorers.panels_figure` reads it:
+    the softmax over five key positions i-4 … i (i-1 holds ``token_a``, i-3 ``token_b``, scores +gap/2 and -gap/2,
+    the rest ``other``) and the head's output, the weights times one-hot values. Numbers rounded to 4 decimals."""
     positions = ["i-4", "i-3", "i-2", "i-1", "i"]
     scores = np.array([other, -gap / 2, other, gap / 2, other])
     weights = np.exp(scores - scores.max())
@@ -118,40 +128,50 @@ def _draw_one_softmax(gap: float, other: float, vocab: Sequence[str], token_a: i
     tokens[1], tokens[3] = token_b, token_a
     values = np.eye(len(vocab))[tokens]  # one-hot value vector per key position
     output = weights @ values  # the head's output: one convex combination of the values
-    fig, (left, right) = plt.subplots(1, 2, figsize=(8, 2.8), layout="constrained")
-    colors = ["C1" if p in ("i-1", "i-3") else "0.55" for p in positions]
-    left.bar(positions, weights, color=colors)
-    left.set_ylim(0, 1)
-    left.set_ylabel("attention weight")
-    left.set_title(
-        f"one softmax over the keys (w(i-1) = {weights[3]:.2f}, w(i-3) = {weights[1]:.2f})", fontsize="medium"
-    )
-    for x, t in enumerate(tokens):
-        left.text(x, 0.93, vocab[t], ha="center", fontsize="medium")
-    right.bar(vocab, output, color="C0")
-    right.set_ylim(0, 1)
-    right.set_ylabel("share in the output")
-    right.set_title("the head's output (weights · one-hot values)", fontsize="medium")
-    return fig
+    colors = [WANTED_COLOUR if p in ("i-1", "i-3") else OTHER_COLOUR for p in positions]
+    return {
+        "size": [8, 2.8],
+        "panels": [
+            {
+                "kind": "bar",
+                "x": positions,
+                "y": [round(float(w), 4) for w in weights],
+                "colors": colors,
+                "notes": [[x, 0.93, vocab[t]] for x, t in enumerate(tokens.tolist())],
+                "ylim": [0, 1],
+                "ylabel": "attention weight",
+                "title": f"one softmax over the keys (w(i-1) = {weights[3]:.2f}, w(i-3) = {weights[1]:.2f})",
+            },
+            {
+                "kind": "bar",
+                "x": list(vocab),
+                "y": [round(float(o), 4) for o in output],
+                "colors": [OUTPUT_COLOUR] * len(vocab),
+                "ylim": [0, 1],
+                "ylabel": "share in the output",
+                "title": "the head's output (weights · one-hot values)",
+            },
+        ],
+    }
 
 
 def one_softmax_widget(vocab: Sequence[str] = ("A", "B", "C", "D", "E", "F")) -> widgets.VBox:
     """Slider over the score gap between keys i-1 and i-3 (and the score of the other keys) for one query (chapter 1).
 
     The figure shows the single softmax distribution and the resulting output, a convex combination of one-hot
-    value vectors: the mass given to the token at i-1 is mass taken from the token at i-3.
+    value vectors: the mass given to the token at i-1 is mass taken from the token at i-3
+    (:func:`one_softmax_state`). A :func:`manyheads.viz.explorers.figure_explorer`: the book's pages move over its
+    stored states, score gap -6 to 6 in steps of 1 and other keys -6 to 2 in steps of 0.5.
     """
-
-    def draw(gap: float, other: float) -> Figure:
-        return _draw_one_softmax(gap, other, vocab, token_a=0, token_b=1)
-
-    return figure_widget(
-        draw,
+    return figure_explorer(
+        "one_softmax",
+        one_softmax_state,
+        fixed={"vocab": list(vocab)},
         gap=widgets.FloatSlider(
-            value=0.0, min=-6.0, max=6.0, step=0.25, description="score gap", continuous_update=False
+            value=0.0, min=-6.0, max=6.0, step=1.0, description="score gap", continuous_update=False
         ),
         other=widgets.FloatSlider(
-            value=-2.0, min=-6.0, max=2.0, step=0.25, description="other keys", continuous_update=False
+            value=-2.0, min=-6.0, max=2.0, step=0.5, description="other keys", continuous_update=False
         ),
     )
 
@@ -174,53 +194,63 @@ def _label_rises(points: Tensor, near: float = 0.06, step: float = 11.0) -> list
     return rises
 
 
+def plane_projection_state(
+    embeddings: Sequence[Sequence[float]], labels: Sequence[str], azimuth: float, elevation: float, query_token: int
+) -> dict:
+    """What the chapter-2 explorer shows for one setting (:func:`manyheads.viz.explorers.panels_figure` reads it):
+    the 3-D ``embeddings`` (n, 3) projected onto the plane whose normal has the given angles (degrees), and the
+    attention of ``query_token`` under that d_head = 2 head, softmax(x_q P Pᵀ x_jᵀ / √2). Rounded to 4 decimals."""
+    x = torch.tensor(embeddings, dtype=torch.float64)
+    if x.dim() != 2 or x.shape[1] != 3:
+        raise ValueError(f"embeddings must be (n, 3), got {tuple(x.shape)}")
+    points = project_onto_plane(x, plane_basis(azimuth, elevation))
+    weights = torch.softmax(points[query_token] @ points.T / math.sqrt(2), dim=-1)
+    colors = [QUERY_COLOUR if i == query_token else TOKEN_COLOUR for i in range(len(labels))]
+    return {
+        "size": [9, 3.4],
+        "panels": [
+            {
+                "kind": "scatter",
+                "points": [[round(float(px), 4), round(float(py), 4)] for px, py in points.tolist()],
+                "colors": colors,
+                "labels": list(labels),
+                "rises": _label_rises(points),
+                "xlabel": "plane direction 1",
+                "ylabel": "plane direction 2",
+                "title": f"tokens projected onto the head's plane\n(normal at {azimuth:.0f}°, {elevation:.0f}°)",
+            },
+            {
+                "kind": "bar",
+                "x": list(labels),
+                "y": [round(float(w), 4) for w in weights],
+                "colors": colors,
+                "rotate": 45,
+                "ylim": [0, 1],
+                "ylabel": "attention weight",
+                "title": f"where the query {labels[query_token]!r} looks\nunder this head",
+            },
+        ],
+    }
+
+
 def plane_projection_widget(
     embeddings: Tensor, labels: Sequence[str], query: int = 0, azimuth: float = 0.0, elevation: float = 0.0
 ):
     """Slider widget: choose a plane (a d_head = 2 head with W_q = W_k = the plane's basis) for 3-D toy embeddings.
 
-    Left: the points projected onto the plane. Right: the head's attention of the query token over all tokens,
-    softmax(x_q P Pᵀ x_jᵀ / √2). ``azimuth`` and ``elevation`` (degrees) place the plane's normal at the start; the
-    figure for them is drawn when the widget is created (the static
-    page shows that state).
+    Left: the points projected onto the plane. Right: the head's attention of the query token over all tokens
+    (:func:`plane_projection_state`). ``azimuth`` and ``elevation`` (degrees, multiples of 15) place the plane's
+    normal at the start; the figure for them is drawn when the widget is created. A
+    :func:`manyheads.viz.explorers.figure_explorer`: the book's pages move over its stored states (azimuth 0 to 180
+    and elevation -90 to 90, both in steps of 15, every query).
     """
     x = embeddings.double()
     if x.dim() != 2 or x.shape[1] != 3:
         raise ValueError(f"embeddings must be (n, 3), got {tuple(x.shape)}")
-
-    def draw(azimuth: float, elevation: float, query_token: int):
-        basis = plane_basis(azimuth, elevation)
-        points = project_onto_plane(x, basis)
-        scores = points[query_token] @ points.T / math.sqrt(2)
-        weights = torch.softmax(scores, dim=-1)
-        fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.4), layout="constrained")
-        left.axhline(0, color="0.8", lw=0.8)
-        left.axvline(0, color="0.8", lw=0.8)
-        coords = points.tolist()
-        for i, (px, py) in enumerate(coords):
-            left.scatter(px, py, color=QUERY_COLOUR if i == query_token else TOKEN_COLOUR, s=30)
-        for i, (px, py), rise in zip(range(len(coords)), coords, _label_rises(points)):
-            left.annotate(labels[i], (px, py), textcoords="offset points", xytext=(4, 4 + rise), fontsize="small")
-        left.margins(0.2)  # room for the labels of points on the edge
-        left.set_aspect("equal", adjustable="datalim")
-        left.set_xlabel("plane direction 1")
-        left.set_ylabel("plane direction 2")
-        left.set_title(
-            f"tokens projected onto the head's plane\n(normal at {azimuth:.0f}°, {elevation:.0f}°)", fontsize="medium"
-        )
-        right.bar(
-            range(len(labels)),
-            weights.numpy(),
-            color=[QUERY_COLOUR if i == query_token else TOKEN_COLOUR for i in range(len(labels))],
-        )
-        right.set_xticks(range(len(labels)), labels, rotation=45, ha="right", fontsize="small")
-        right.set_ylim(0, 1)
-        right.set_ylabel("attention weight")
-        right.set_title(f"where the query {labels[query_token]!r} looks\nunder this head", fontsize="medium")
-        return fig
-
-    return figure_widget(
-        draw,
+    return figure_explorer(
+        "plane_projection",
+        plane_projection_state,
+        fixed={"embeddings": x.tolist(), "labels": list(labels)},
         azimuth=widgets.FloatSlider(
             value=azimuth, min=0.0, max=180.0, step=15.0, description="azimuth", continuous_update=False
         ),
