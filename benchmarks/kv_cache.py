@@ -18,6 +18,7 @@ Four tables, each also written as JSON to benchmarks/results/ (one file per tabl
    trained from scratch with the same recipe, batches and steps, one row per seed.
 
 Run: .venv/bin/python benchmarks/kv_cache.py [--contexts 64 512 2048 4096] [--steps 4] [--rounds 10] [--threads N]
+     [--tables uptraining decoding smollm2_loss minilm_conversion]
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from manyheads.training import TrainConfig, train
 
 GROUPS = (12, 6, 4, 3, 2, 1)
 METHODS = {"mean": "mean", "first": "first", "random groups": "random"}
+TABLES = ("uptraining", "decoding", "smollm2_loss", "minilm_conversion")
 
 
 def decoding(decoder, contexts, steps, rounds) -> list[dict]:
@@ -169,41 +171,44 @@ def main() -> None:
     parser.add_argument("--n-eval", type=int, default=1000)
     parser.add_argument("--lm-windows", type=int, default=8)
     parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument(
+        "--tables", nargs="+", choices=TABLES, default=list(TABLES), help="which tables to run (default: all four)"
+    )
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
+    if "uptraining" in args.tables:  # the cheapest table first: a run stopped early still leaves it
+        report(
+            "kv_cache_uptraining",
+            ["seed", "converted_acc", "uptrained_acc_5pct", "scratch_acc_5pct", "uptrained_acc_all", "scratch_acc_all",
+             "uptrained_step_0.99", "scratch_step_0.99"],
+            uptraining(range(args.seeds), 400, 100),
+        )  # fmt: skip
+    if not {"decoding", "smollm2_loss", "minilm_conversion"} & set(args.tables):
+        return
     decoder, tokenizer = llama.load_decoder()
     gpu = {"gpu": torch.cuda.get_device_name(0)} if torch.cuda.is_available() else {}
-    report(
-        "kv_cache_decoding",
-        ["device", "threads", "kv_heads", "context", "cache_MiB", "step_MiB_16bit", "predicted_vs_9", "tokens_per_s",
-         "tokens_per_s_low", "tokens_per_s_high", "minus_9_low", "minus_9_high", "measured_vs_9", "verdict"],
-        decoding(decoder, args.contexts, args.steps, args.rounds),
-        meta={**gpu, "rounds": args.rounds, "steps": args.steps},
-    )  # fmt: skip
-    report("kv_cache_smollm2_loss", ["model", "tokens", "loss"], smollm2_loss(decoder, tokenizer, args.lm_windows, 128))
+    if "decoding" in args.tables:
+        report(
+            "kv_cache_decoding",
+            ["device", "threads", "kv_heads", "context", "cache_MiB", "step_MiB_16bit", "predicted_vs_9",
+             "tokens_per_s", "tokens_per_s_low", "tokens_per_s_high", "minus_9_low", "minus_9_high", "measured_vs_9",
+             "verdict"],
+            decoding(decoder, args.contexts, args.steps, args.rounds),
+            meta={**gpu, "rounds": args.rounds, "steps": args.steps},
+        )  # fmt: skip
+    if "smollm2_loss" in args.tables:
+        report(
+            "kv_cache_smollm2_loss", ["model", "tokens", "loss"], smollm2_loss(decoder, tokenizer, args.lm_windows, 128)
+        )
     del decoder
-    report(
-        "kv_cache_minilm_conversion",
-        [
-            "kv_heads",
-            "method",
-            "draws",
-            "lee_rho",
-            "lee_rho_sd",
-            "sentiment_r2",
-            "sentiment_r2_sd",
-            "cosine",
-            "cosine_sd",
-        ],
-        minilm(args.n_fit, args.n_eval, 128, args.draws),
-    )
-    report(
-        "kv_cache_uptraining",
-        ["seed", "converted_acc", "uptrained_acc_5pct", "scratch_acc_5pct", "uptrained_acc_all", "scratch_acc_all",
-         "uptrained_step_0.99", "scratch_step_0.99"],
-        uptraining(range(args.seeds), 400, 100),
-    )  # fmt: skip
+    if "minilm_conversion" in args.tables:
+        report(
+            "kv_cache_minilm_conversion",
+            ["kv_heads", "method", "draws", "lee_rho", "lee_rho_sd", "sentiment_r2", "sentiment_r2_sd", "cosine",
+             "cosine_sd"],
+            minilm(args.n_fit, args.n_eval, 128, args.draws),
+        )  # fmt: skip
 
 
 if __name__ == "__main__":
