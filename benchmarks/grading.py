@@ -1,42 +1,59 @@
 """Grading a class: ``manyheads grade`` (sandboxed, parallel) against a plain sequential ``nbgrader autograde``.
 
-Both grade the same N submissions of exercise 1 (correct, partly correct and blank in turn) in the same run, each
-from scratch: the baseline is what an instructor would type (``generate_assignment``, ``autograde``,
-``generate_feedback`` in a fresh course, default unsandboxed kernel); ``manyheads grade`` does the same steps plus
-the integrity checks, the sandbox and the merged gradebook, with ``--jobs`` = the machine's cores. The two must give
-every student the same points (checked against the stock gradebook).
+All in one run, on the same N submissions of exercise 1 (correct, partly correct and blank in turn), each from
+scratch: the baseline is what an instructor would type (``generate_assignment``, ``autograde``, ``generate_feedback``
+in a fresh course, default unsandboxed kernel); ``manyheads grade`` does the same steps plus the preflight, the
+integrity checks, the sandbox and the merged gradebook, with ``--jobs`` = the machine's cores, once as root (kernels
+forked from a template as the sandbox user) and once as an ordinary user (kernels forked from a template in a user
+namespace; ``grader-test`` if that account exists, else an unused uid). Every run must give every student the same
+points as stock nbgrader. A third ``manyheads grade`` run has one student's ``softmax`` loop forever (issue 26,
+item 3): its extra time over the first run is what one looping notebook adds to the class's time.
 
-Where the time goes: a second table times one kernel's life (start, the notebook's imports, shut down) three ways:
-the stock kernel, the sandboxed kernel started on its own, and one forked from a worker's template process
-(``manyheads_grader.kernel_fork``), which is what ``manyheads grade`` uses when run as root.
+Where the time goes: a second table times one kernel's life three ways (the stock kernel, the sandboxed kernel
+started on its own, one forked from a worker's template), split into the start (until it answers), the notebook's
+cells (imports, the student's answers, the tests) and the shut-down; what is left of a notebook's share of the run is
+nbgrader's own per-notebook work and the run's fixed costs (preflight, release, feedback, report).
 
-``python benchmarks/grading.py [N]`` (default 60) prints both tables and writes benchmarks/results/grading.json.
+``python benchmarks/grading.py [N]`` (default 60) prints both tables and writes benchmarks/results/grading.json and
+grading-kernels.json (CPU model, cores, date, load before and after each run, the users).
 """
 
 from __future__ import annotations
 
 import os
+import pwd
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
+from datetime import datetime, timezone
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-sys.path[:0] = [str(HERE), str(ROOT / "tests" / "helpers")]
+sys.path[:0] = [str(HERE), str(ROOT / "tests" / "helpers"), str(ROOT / "tests" / "grader")]
 
 import grading_corpus as corpus  # noqa: E402
-from _report import report  # noqa: E402
+import nbformat  # noqa: E402
+import unprivileged  # noqa: E402
+from _report import cpu_model, report  # noqa: E402
 
 from manyheads_grader import report as grades  # noqa: E402
+from manyheads_grader import sandbox  # noqa: E402
 
 EX1 = corpus.EX1
+LOOPS = "def softmax(scores):\n    while True:\n        pass"
+ORDINARY = "grader-test"
 
 
 def _env() -> dict[str, str]:
     return {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+
+
+def _load() -> float:
+    return round(os.getloadavg()[0], 2)
 
 
 def nbgrader_baseline(subs: Path, course: Path) -> float:
@@ -65,18 +82,43 @@ def nbgrader_baseline(subs: Path, course: Path) -> float:
     return time.perf_counter() - start
 
 
-def manyheads_grade(subs: Path, out: Path, jobs: int) -> float:
+def ordinary_uid() -> tuple[int, str]:
+    """The ordinary user's uid and name: the grader-test account if there is one, else an unused uid."""
+    try:
+        return pwd.getpwnam(ORDINARY).pw_uid, ORDINARY
+    except KeyError:
+        uid = sandbox.worker_uid(903)
+        return uid, f"uid {uid}"
+
+
+def manyheads_grade(subs: Path, out: Path, jobs: int, uid: int | None = None) -> dict:
+    """One ``manyheads grade`` run (as ``uid`` when given): seconds, load before/after, preflight and forked."""
+    command = [sys.executable, "-m", "manyheads_grader", "grade", EX1, str(subs), "--out", str(out)]
+    command += ["--jobs", str(jobs), "--quiet"]
+    env = _env()
+    if uid is not None:
+        home = out.parent / f"home-{out.name}"
+        home.mkdir()
+        out.mkdir()
+        for path in (home, out):
+            os.chown(path, uid, uid)
+        command, env = unprivileged.as_user(command, uid), unprivileged.user_env(home)
+    load = _load()
     start = time.perf_counter()
-    done = subprocess.run(
-        [sys.executable, "-m", "manyheads_grader", "grade", EX1, str(subs), "--out", str(out), "--jobs", str(jobs)],
-        cwd=ROOT,
-        env=_env(),
-        capture_output=True,
-        text=True,
-    )
+    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
+    seconds = time.perf_counter() - start
     if done.returncode != 0:
-        raise SystemExit(f"manyheads grade failed:\n{done.stdout}{done.stderr}")
-    return time.perf_counter() - start
+        raise SystemExit(f"manyheads grade failed:\n{done.stdout}{done.stderr[-3000:]}")
+    text = (out / "report.md").read_text()
+    preflight = re.search(r"preflight passed in (\d+(?:\.\d+)?) s", text)
+    return {
+        "seconds": seconds,
+        "load_before": load,
+        "load_after": _load(),
+        "forked": int(re.search(r"(\d+) kernel\(s\) forked", text).group(1)),
+        "preflight_s": float(preflight.group(1)) if preflight else None,
+        "rows": grades.read_csv(out / "grades.csv"),
+    }
 
 
 def stock_scores(course: Path) -> dict[str, float]:
@@ -86,14 +128,24 @@ def stock_scores(course: Path) -> dict[str, float]:
         return {s.student.id: float(s.score) for s in gb.assignment_submissions(EX1)}
 
 
-KERNEL_IMPORTS = "import torch, manyheads as mh; mh.checks.check_softmax"
+def _cells() -> list[str]:
+    """The code cells of a correct submission, hidden tests included (the autograded notebook's cells)."""
+    source = nbformat.read(corpus.SOURCE, as_version=4)
+    answers = corpus.answers()
+    cells = []
+    for cell in source.cells:
+        if cell.cell_type != "code":
+            continue
+        gid = cell.metadata.get("nbgrader", {}).get("grade_id")
+        text = answers.get(gid, cell.source)
+        cells.append("\n".join(line for line in text.splitlines() if "HIDDEN TESTS" not in line))
+    return cells
 
 
-def kernel_lives(kind: str, work: Path, k: int) -> float:
-    """Seconds per kernel for ``k`` kernels of ``kind`` (stock, sandbox, template): start, imports, shut down."""
+def kernel_lives(kind: str, work: Path, k: int) -> dict[str, float]:
+    """Seconds per kernel for ``k`` kernels of ``kind`` (stock, sandbox, template): start (until it answers), the
+    notebook's cells (a correct submission's, hidden tests included), shut down."""
     from jupyter_client import KernelManager
-
-    from manyheads_grader import sandbox
 
     work.mkdir(parents=True)
     work.chmod(0o755)
@@ -102,91 +154,161 @@ def kernel_lives(kind: str, work: Path, k: int) -> float:
     template = None
     if kind == "template":
         template = sandbox.start_template(share, rt, uid=sandbox.worker_uid(0), assignment=EX1)
-    if kind == "template" and not sandbox.template_ready(rt, template):
-        raise SystemExit("the template process did not start (grading as root?)")
+        if not sandbox.template_ready(rt, template):
+            raise SystemExit("the template process did not start")
     saved = dict(os.environ)
     os.environ.update(sandbox.environment(share, rt, scratch))
+    cells = _cells()
+    times = {"start": 0.0, "cells": 0.0, "stop": 0.0}
     try:
-        start = time.perf_counter()
         for i in range(k):
+            t0 = time.perf_counter()
             if kind == "stock":
                 km = KernelManager(kernel_name="python3")
             else:
                 km = KernelManager(kernel_name=sandbox.KERNEL_NAME, transport="ipc", ip=str(rt / "kernel"))
                 km.connection_file = str(rt / f"kernel-{i}.json")
-            km.start_kernel()
+            km.start_kernel(extra_arguments=["--HistoryManager.hist_file=:memory:"])
             kc = km.client()
             kc.start_channels()
             kc.wait_for_ready(timeout=120)
-            kc.execute_interactive(KERNEL_IMPORTS, timeout=120)
+            t1 = time.perf_counter()
+            for code in cells:
+                reply = kc.execute_interactive(code, timeout=120, output_hook=lambda msg: None)
+                if reply["content"]["status"] != "ok":
+                    raise SystemExit(f"a cell of the correct submission failed in the {kind} kernel: {reply}")
+            t2 = time.perf_counter()
             kc.stop_channels()
             km.shutdown_kernel()
-        return (time.perf_counter() - start) / k
+            t3 = time.perf_counter()
+            for name, dt in (("start", t1 - t0), ("cells", t2 - t1), ("stop", t3 - t2)):
+                times[name] += dt / k
+        return times
     finally:
         os.environ.clear()
         os.environ.update(saved)
         if template is not None:
             template.kill()
+        shutil.rmtree(rt, ignore_errors=True)
+
+
+def _check(name: str, run: dict, cases, stock: dict[str, float]) -> None:
+    rows = run["rows"]
+    wrong = [c.student for c in cases if float(rows[c.student]["score"]) != c.score]
+    differ = [s for s, score in stock.items() if float(rows[s]["score"]) != score]
+    if wrong or differ or len(stock) != len(cases):
+        raise SystemExit(f"{name}: scored wrongly {wrong}, disagrees with stock nbgrader on {differ}")
 
 
 def main() -> None:
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 60
     jobs = os.cpu_count() or 1
+    as_root = os.geteuid() == 0
+    uid, user = ordinary_uid() if as_root else (os.getuid(), pwd.getpwuid(os.getuid()).pw_name)
+    runs: dict[str, dict] = {}
     with tempfile.TemporaryDirectory(prefix="mh-bench-") as tmp:
         tmp = Path(tmp)
+        tmp.chmod(0o755)
         cases = corpus.build_plain(tmp / "subs", n)
-        t_many = manyheads_grade(tmp / "subs", tmp / "out", jobs)
+        for path in [tmp / "subs", *(tmp / "subs").rglob("*")]:
+            path.chmod(0o755 if path.is_dir() else 0o644)
+        looping = tmp / "subs-looping"
+        shutil.copytree(tmp / "subs", looping)
+        loop_student = cases[n // 2].student
+        (looping / loop_student / f"{EX1}.ipynb").write_bytes(corpus.dump(corpus.answered({"softmax": LOOPS})))
+        if as_root:
+            runs["root"] = manyheads_grade(tmp / "subs", tmp / "out-root", jobs)
+        runs["ordinary"] = manyheads_grade(tmp / "subs", tmp / "out-user", jobs, uid if as_root else None)
+        load = _load()
         t_base = nbgrader_baseline(tmp / "subs", tmp / "course")
-        rows = grades.read_csv(tmp / "out" / "grades.csv")
-        wrong = [c.student for c in cases if float(rows[c.student]["score"]) != c.score]
-        if wrong:
-            raise SystemExit(f"manyheads grade scored these wrongly: {wrong}")
+        base_load = (load, _load())
         stock = stock_scores(tmp / "course")
-        differ = [s for s, score in stock.items() if float(rows[s]["score"]) != score]
-        if differ or len(stock) != n:
-            raise SystemExit(f"manyheads grade and stock nbgrader disagree on {differ or 'the number of students'}")
-        forked = int((tmp / "out" / "report.md").read_text().split(" kernel(s) forked")[0].rsplit(" ", 1)[-1])
-        lives = {kind: kernel_lives(kind, tmp / f"kernels-{kind}", 5) for kind in ("stock", "sandbox", "template")}
+        for name, run in runs.items():
+            _check(name, run, cases, stock)
+        first = "root" if as_root else "ordinary"
+        runs["looping"] = manyheads_grade(looping, tmp / "out-looping", jobs)
+        lives = {kind: kernel_lives(kind, tmp / f"kernels-{kind}", 3) for kind in ("stock", "sandbox", "template")}
+    meta = {
+        "cpu": cpu_model(),
+        "cores": os.cpu_count(),
+        "date": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "submissions": n,
+        "jobs": jobs,
+        "grader_started_as": "root" if as_root else "ordinary user",
+        "ordinary_user": user,
+        "looping_student": loop_student,
+    }
     report(
         "grading-kernels",
-        ["kernel", "s_per_kernel"],
+        ["kernel", "start_s", "cells_s", "stop_s", "total_s"],
         [
-            {"kernel": "stock ipykernel (python3)", "s_per_kernel": lives["stock"]},
-            {"kernel": "sandboxed, started alone", "s_per_kernel": lives["sandbox"]},
-            {"kernel": "sandboxed, forked from the template", "s_per_kernel": lives["template"]},
+            {
+                "kernel": label,
+                "start_s": lives[kind]["start"],
+                "cells_s": lives[kind]["cells"],
+                "stop_s": lives[kind]["stop"],
+                "total_s": sum(lives[kind].values()),
+            }
+            for kind, label in (
+                ("stock", "stock ipykernel (python3)"),
+                ("sandbox", "sandboxed, started alone"),
+                ("template", "sandboxed, forked from the template" + (" (root)" if as_root else " (user namespace)")),
+            )
         ],
+        meta,
     )
     print()
-    report(
-        "grading",
-        ["method", "submissions", "jobs", "sandbox", "forked_kernels", "seconds", "s_per_submission", "speedup"],
-        [
+    table = [
+        {
+            "method": "nbgrader autograde (sequential)",
+            "user": "root" if as_root else user,
+            "jobs": 1,
+            "sandbox": "no",
+            "forked_kernels": 0,
+            "preflight_s": None,
+            "seconds": t_base,
+            "s_per_submission": t_base / n,
+            "speedup": 1.0,
+            "load_before": base_load[0],
+            "load_after": base_load[1],
+        }
+    ]
+    labels = {"root": ("manyheads grade", "root"), "ordinary": ("manyheads grade", user)}
+    labels["looping"] = (f"manyheads grade, {loop_student} loops", "root" if as_root else user)
+    for name, run in runs.items():
+        method, who = labels[name]
+        table.append(
             {
-                "method": "nbgrader autograde (sequential)",
-                "submissions": n,
-                "jobs": 1,
-                "sandbox": "no",
-                "forked_kernels": 0,
-                "seconds": t_base,
-                "s_per_submission": t_base / n,
-                "speedup": 1.0,
-            },
-            {
-                "method": "manyheads grade",
-                "submissions": n,
+                "method": method,
+                "user": who,
                 "jobs": jobs,
                 "sandbox": "yes",
-                "forked_kernels": forked,
-                "seconds": t_many,
-                "s_per_submission": t_many / n,
-                "speedup": t_base / t_many,
-            },
-        ],
+                "forked_kernels": run["forked"],
+                "preflight_s": run["preflight_s"],
+                "seconds": run["seconds"],
+                "s_per_submission": run["seconds"] / n,
+                "speedup": t_base / run["seconds"],
+                "load_before": run["load_before"],
+                "load_after": run["load_after"],
+            }
+        )
+    added = runs["looping"]["seconds"] - runs[first]["seconds"]
+    meta["looping_added_s"] = added
+    report(
+        "grading",
+        ["method", "user", "jobs", "forked_kernels", "preflight_s", "seconds", "speedup", "load_before", "load_after"],
+        table,
+        meta,
     )
+    for name, run in runs.items():
+        if name != "looping":
+            print(
+                f"manyheads grade as {labels[name][1]}: {run['seconds']:.1f} s vs nbgrader {t_base:.1f} s: "
+                f"{t_base / run['seconds']:.2f}x"
+            )
     print(
-        f"\nmanyheads grade {t_many:.1f} s vs nbgrader {t_base:.1f} s: {t_base / t_many:.2f}x "
-        f"({t_many / n:.2f} vs {t_base / n:.2f} s per submission; target >= 3x); the same points as stock nbgrader "
-        "for every student"
+        f"one looping notebook added {added:.1f} s to the class of {n} (target <= 75 s); the same points as stock "
+        "nbgrader for every student in every run"
     )
 
 
