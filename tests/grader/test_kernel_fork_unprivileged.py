@@ -169,3 +169,24 @@ def test_the_template_cannot_be_killed_read_or_replaced(graded_by_an_ordinary_us
         assert "blocked unlink" in text and "REMOVED" not in text, (student, text)
         assert "blocked chmod" in text and "CHMOD" not in text, (student, text)
     # and the template served the next student each time: both were forked (first test)
+
+
+def test_when_no_kernel_could_be_forked_the_report_says_why_in_one_line(tmp_path):
+    """Fast: a template that dies at start-up (here: user namespaces refused) gives the worker a one-line reason, and
+    report.md prints it beside the count."""
+    from manyheads_grader.records import Row
+    from manyheads_grader.worker import Worker
+
+    worker = Worker.__new__(Worker)
+    worker.template_failure = ""
+    assert worker.why_not_forked() == ""
+    worker.template_failure = "bwrap: setting up uid map: Permission denied"
+    why = worker.why_not_forked()
+    assert "\n" not in why and "setting up uid map" in why
+    facts = {"assignment": EX1, "points": {"t": 1.0}, "test_ids": ["t"], "jobs": 2, "sandbox": True, "db": "sqlite"}
+    facts.update(seconds=1.0, skipped=[], forked_kernels=0, not_forked=why)
+    row = Row("ada", status="graded", tests={"t": 1.0})
+    row.score, row.max_score = 1.0, 1.0
+    report.write_report(tmp_path / "report.md", [row], facts)
+    line = next(x for x in (tmp_path / "report.md").read_text().splitlines() if "kernel(s) forked" in x)
+    assert f"0 kernel(s) forked from a template process ({why})" in line

@@ -467,9 +467,37 @@ def _serve_one(settings: _Settings, conn: socket.socket, keep: set[int], left: d
         pass
 
 
+def user_namespaces_refused() -> str:
+    """Why a forked kernel could not have a user namespace of its own here ("" if it can): tried in a child."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read)
+        try:
+            libc, uid, gid = _libc(), os.getuid(), os.getgid()
+            _check(libc.unshare(_CLONE_NEWUSER | _CLONE_NEWNS | _CLONE_NEWPID), "unshare a user namespace")
+            _check(libc.prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0), "dumpable")
+            Path("/proc/self/setgroups").write_text("deny")
+            Path("/proc/self/uid_map").write_text(f"{uid} {uid} 1\n")
+            Path("/proc/self/gid_map").write_text(f"{gid} {gid} 1\n")
+        except BaseException as exc:
+            os.write(write, str(exc).encode()[:300] or b"refused")
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as f:
+        why = f.read().decode(errors="replace")
+    os.waitpid(pid, 0)
+    return why
+
+
 def serve(settings: _Settings) -> None:
-    """Import :data:`PRELOAD`, then serve one kernel at a time on ``settings.socket`` until killed."""
+    """Import :data:`PRELOAD`, then serve one kernel at a time on ``settings.socket`` until killed. Not root, it
+    first checks that a kernel can have a user namespace of its own, and exits saying why not if it cannot (the
+    kernels then start one by one, and the report gives that line)."""
     started = time.perf_counter()
+    if settings.sandboxed and settings.userns and (why := user_namespaces_refused()):
+        print(f"[manyheads template] no user namespace for a forked kernel here: {why}", file=sys.stderr, flush=True)
+        sys.exit(1)
     for module in PRELOAD:
         __import__(module)
     path = Path(settings.socket)
