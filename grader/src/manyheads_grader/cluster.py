@@ -78,15 +78,17 @@ def grade_chunk(course: bytes, assignment: str, db: str, opts: Options, index: i
             "files": _pack(worker.root, names),
             "problems": {r.student_id: r.problems for r in rows},
             "log": worker.log,
+            "template_failure": worker.template_failure,  # the report's one line on why no kernel was forked
         }
 
 
 class _Returned(Worker):
     """A chunk graded on the cluster, unpacked where ``runner.grade`` looks for a local worker's results."""
 
-    def __init__(self, root: Path, assignment: str, db: str, log: list[str]):
+    def __init__(self, root: Path, assignment: str, db: str, log: list[str], template_failure: str = ""):
         self.root, self.assignment, self.log, self.rt, self.template = root, assignment, log, None, None
         self.db = db if db.startswith("postgresql") else f"sqlite:///{root / 'gradebook.db'}"
+        self.template_failure = template_failure  # as the cluster's worker saw it (Worker.why_not_forked reads it)
 
 
 def grade_on_cluster(
@@ -128,7 +130,7 @@ def grade_on_cluster(
                         "it again"
                     )
                 continue
-            worker = _Returned(work / f"cluster-{i}", assignment, db, result["log"])
+            worker = _Returned(work / f"cluster-{i}", assignment, db, result["log"], result["template_failure"])
             _unpack(result["files"], worker.root)
             for row in chunk:
                 row.problems += result["problems"].get(row.student_id, [])
