@@ -1,16 +1,18 @@
 """The head-budget calculator on the built pages of chapters 3 and 7 responds with no kernel (issue 27).
 
-Headless Chromium opens each page over HTTP with nothing else reachable, and types into each of the calculator's six
-boxes twice (a value the calculator refuses, then one it accepts); each time the table (or the message) must change and
-be exactly what manyheads.viz.widgets.head_budget_html, the function the kernel runs, gives for the values the boxes
-hold, with nothing in the error line and no console error, page error or response of 400 or more. The same check
-over chapter 3 with a port whose KV-cache formula is off by one (the page's head_budget.js replaced in flight) fails.
+One headless Chromium (helpers.browser.browser_on) opens each page over HTTP with nothing else reachable, and types
+into each of the calculator's six boxes twice (a value the calculator refuses, then one it accepts); each time the
+table (or the message) must change and be exactly what manyheads.viz.widgets.head_budget_html, the function the
+kernel runs, gives for the values the boxes hold, with nothing in the error line and no console error, page error,
+request outside the book or response of 400 or more. The same check over chapter 3 with a port whose KV-cache formula
+is off by one (the page's head_budget.js replaced in flight) fails. tests/book/test_explorer_pages.py checks every
+other explorer on the pages and that every explorer without stored states is driven by a test such as this one.
 """
 
 from __future__ import annotations
 
 import pytest
-from helpers.browser import CHROMIUM, serve, settle
+from helpers.browser import browser_on
 
 from manyheads.costs import divisors
 from manyheads.course.layout import REPO
@@ -61,93 +63,71 @@ def _accepted(name: str, values: dict) -> int:
     raise AssertionError(f"no accepted value for {name} from {candidates} with {values}")
 
 
-def try_the_calculators(html, page_path: str, port_source: str | None = None) -> tuple[list[str], int]:
+def try_the_calculators(browser, page_path: str, port_source: str | None = None) -> tuple[list[str], int]:
     """Type into every box of every head-budget calculator of the page; returns (problems, changes made).
     ``port_source`` replaces the page's head_budget.js (a planted fault)."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
-    from playwright.sync_api import sync_playwright
 
-    if CHROMIUM is None:
-        pytest.fail("headless Chromium is needed for this test: apt-get install chromium (make test does it as root)")
     problems: list[str] = []
     changes = 0
-    with serve(html) as root, sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
-        try:
-            context = browser.new_context(viewport={"width": 1280, "height": 900})
-
-            def route(request_route):
-                url = request_route.request.url
-                if port_source is not None and url.split("?")[0].endswith("/_static/head_budget.js"):
-                    request_route.fulfill(body=port_source, content_type="text/javascript")
-                elif url.startswith((root, "data:", "blob:")):
-                    request_route.continue_()
-                else:
-                    problems.append(f"requested from outside the book: {url}")
-                    request_route.abort()
-
-            context.route("**/*", route)
-            page = context.new_page()
-            page.on("console", lambda m: m.type == "error" and problems.append(f"console error: {m.text}"))
-            page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
-            page.on("response", lambda r: r.status >= 400 and problems.append(f"{r.status}: {r.url}"))
-            page.goto(root + page_path, wait_until="load")
-            settle(page)
-            boxes = page.locator(".mh-explorer--head_budget")
-            if boxes.count() == 0:
-                return [f"{page_path}: no head-budget calculator drawn"], 0
-            for index in range(boxes.count()):
-                box = boxes.nth(index).element_handle()
-                for name in CONTROLS:
-                    for step in ("refused", "accepted"):
-                        values = page.evaluate(READ, box)
-                        value = (_refused if step == "refused" else _accepted)(name, values)
-                        before = page.evaluate(SHOWN, box)
-                        field = boxes.nth(index).locator(f".mh-control--{name} input")
-                        field.fill(str(value))
-                        field.press("Enter")
-                        changes += 1
-                        where = f"{page_path} calculator {index + 1}, {name} = {value} ({step})"
-                        try:
-                            page.wait_for_function(
-                                f"(box) => ({SHOWN})(box) !== {before!r}", arg=box, timeout=5000, polling=50
-                            )
-                        except PlaywrightTimeout:
-                            problems.append(f"{where}: what is shown did not change")
-                            continue
-                        now = page.evaluate(READ, box)
-                        expected = page.evaluate(PARSED, head_budget_html(**now))
-                        if page.evaluate(SHOWN, box) != expected:
-                            problems.append(f"{where}: shown != head_budget_html(**{now})")
-                        if now[name] != value:
-                            problems.append(f"{where}: the box holds {now[name]}")
-                        if step == "refused" and "Invalid combination" not in expected:
-                            problems.append(f"{where}: Python accepts {now}")
-                        if page.evaluate(MESSAGE, box):
-                            problems.append(f"{where}: error line {page.evaluate(MESSAGE, box)}")
-        finally:
-            browser.close()
+    replace = {"_static/head_budget.js": port_source} if port_source is not None else None
+    with browser.visit(page_path, replace=replace) as visit:
+        page = visit.page
+        boxes = page.locator(".mh-explorer--head_budget")
+        if boxes.count() == 0:
+            return [f"{page_path}: no head-budget calculator drawn"], 0
+        for index in range(boxes.count()):
+            box = boxes.nth(index).element_handle()
+            for name in CONTROLS:
+                for step in ("refused", "accepted"):
+                    values = page.evaluate(READ, box)
+                    value = (_refused if step == "refused" else _accepted)(name, values)
+                    before = page.evaluate(SHOWN, box)
+                    field = boxes.nth(index).locator(f".mh-control--{name} input")
+                    field.fill(str(value))
+                    field.press("Enter")
+                    changes += 1
+                    where = f"{page_path} calculator {index + 1}, {name} = {value} ({step})"
+                    try:
+                        page.wait_for_function(
+                            f"(box) => ({SHOWN})(box) !== {before!r}", arg=box, timeout=5000, polling=50
+                        )
+                    except PlaywrightTimeout:
+                        problems.append(f"{where}: what is shown did not change")
+                        continue
+                    now = page.evaluate(READ, box)
+                    expected = page.evaluate(PARSED, head_budget_html(**now))
+                    if page.evaluate(SHOWN, box) != expected:
+                        problems.append(f"{where}: shown != head_budget_html(**{now})")
+                    if now[name] != value:
+                        problems.append(f"{where}: the box holds {now[name]}")
+                    if step == "refused" and "Invalid combination" not in expected:
+                        problems.append(f"{where}: Python accepts {now}")
+                    if page.evaluate(MESSAGE, box):
+                        problems.append(f"{where}: error line {page.evaluate(MESSAGE, box)}")
+        problems += [f"{page_path}: {p}" for p in visit.problems()]
     return problems, changes
 
 
 @pytest.fixture(scope="module")
-def html(book):
+def browser(book):
     if book.returncode != 0:
         pytest.fail("the book did not build (see test_build_has_no_warnings)")
-    return book.html
+    with browser_on(book.html) as browser:
+        yield browser
 
 
 @pytest.mark.browser
 @pytest.mark.parametrize("page_path", PAGES)
-def test_typing_into_each_box_recomputes_the_calculator_as_python_does(html, page_path):
-    problems, changes = try_the_calculators(html, page_path)
+def test_typing_into_each_box_recomputes_the_calculator_as_python_does(browser, page_path):
+    problems, changes = try_the_calculators(browser, page_path)
     assert problems == []
     assert changes >= 2 * len(CONTROLS)
 
 
 @pytest.mark.browser
-def test_a_page_whose_port_is_off_by_one_fails_the_check(html):
+def test_a_page_whose_port_is_off_by_one_fails_the_check(browser):
     source = (REPO.root / "book_static" / "head_budget.js").read_text(encoding="utf-8")
     assert source.count(OFF_BY_ONE[0]) == 1, "the planted fault no longer applies: update it to the port"
-    problems, _ = try_the_calculators(html, PAGES[0], port_source=source.replace(*OFF_BY_ONE))
+    problems, _ = try_the_calculators(browser, PAGES[0], port_source=source.replace(*OFF_BY_ONE))
     assert any("shown != head_budget_html" in p for p in problems), problems

@@ -5,11 +5,15 @@ from __future__ import annotations
 import contextlib
 import functools
 import http.server
+import mimetypes
 import os
 import shutil
 import subprocess
 import threading
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -147,56 +151,107 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
-def visit_every_page(html: Path, screenshots: Path) -> dict[str, dict[str, dict]]:
-    """Open every page at each of :data:`WIDTHS` in headless Chromium with nothing reachable but the built files.
+# One browser for a run of pages: the book served over HTTP, a fresh context per page with a route that refuses
+# anything outside the book (and can answer one of the book's files with other text: a planted fault), and listeners
+# that record what the reader's browser would report. Every test that opens built pages goes through it.
 
-    The pages are served over HTTP from ``html``, as the published site is, so that a missing file is a 404 the test
-    sees. Returns {page: {width name: facts}}: :data:`PAGE_FACTS` plus the browser's console errors, uncaught page
-    errors, requests that failed, responses of 400 or more and requests for anything outside the book (blocked).
-    Writes a screenshot of each page at each width to ``screenshots/<width name>/<page path with / as __>.png``.
-    """
+EVENTS = ("console", "page_errors", "failed", "outside", "bad_status")
+
+
+@dataclass
+class Visit:
+    """A page open in the browser: Playwright's ``page`` and what the browser reported since it was asked for, by
+    kind (:data:`EVENTS`: console errors, uncaught page errors, failed requests, requests outside the book, which are
+    refused, and responses of 400 or more)."""
+
+    page: Any
+    events: dict[str, list[str]] = field(default_factory=lambda: {kind: [] for kind in EVENTS})
+
+    def problems(self) -> list[str]:
+        """The events a reader would notice, as lines (a refused request outside the book also fails as a request:
+        it is counted once, as outside)."""
+        labels = {"console": "console error", "page_errors": "page error", "outside": "requested from outside the book"}
+        lines = [
+            f"{labels[kind]}: {text}" for kind in ("console", "page_errors", "outside") for text in self.events[kind]
+        ]
+        return lines + [f"response of 400 or more: {url}" for url in self.events["bad_status"]]
+
+
+class Browser:
+    """Headless Chromium over the book served at ``root`` (see :func:`browser_on`)."""
+
+    def __init__(self, browser, root: str) -> None:
+        self._browser, self.root = browser, root
+
+    @contextlib.contextmanager
+    def visit(
+        self, page_path: str, viewport: tuple[int, int] = WIDTHS["desktop"], replace: Mapping[str, str] | None = None
+    ) -> Iterator[Visit]:
+        """Open ``page_path`` (relative to the book's root) in a fresh context, wait until it has settled
+        (:func:`settle`) and yield it; ``replace`` answers the book's file at each path (relative to the root) with
+        the text given."""
+        width, height = viewport
+        context = self._browser.new_context(viewport={"width": width, "height": height})  # fresh storage
+        try:
+            page = context.new_page()
+            visit = Visit(page)
+            events, root = visit.events, self.root
+            planted = {root + path: body for path, body in (replace or {}).items()}
+
+            def route(request_route):
+                url = request_route.request.url
+                if url.split("?")[0] in planted:
+                    kind = mimetypes.guess_type(url.split("?")[0])[0] or "text/plain"
+                    request_route.fulfill(body=planted[url.split("?")[0]], content_type=kind)
+                elif url.startswith((root, "data:", "blob:")):
+                    request_route.continue_()
+                else:  # the internet, or a file outside the book: the published site would not have it
+                    events["outside"].append(url)
+                    request_route.abort()
+
+            context.route("**/*", route)
+            page.on("console", lambda m: m.type == "error" and events["console"].append(m.text))
+            page.on("pageerror", lambda error: events["page_errors"].append(str(error)))
+            page.on("requestfailed", lambda r: events["failed"].append(f"{r.url} ({r.failure})"))
+            page.on("response", lambda r: r.status >= 400 and events["bad_status"].append(r.url))
+            page.goto(root + page_path, wait_until="load")
+            settle(page)
+            yield visit
+        finally:
+            context.close()
+
+
+@contextlib.contextmanager
+def browser_on(html: Path) -> Iterator[Browser]:
+    """One headless Chromium (Debian's, driven by Playwright: no browser is downloaded) over the built book in
+    ``html``, served over HTTP as the published site is, so that a missing file is a 404 the tests see."""
     from playwright.sync_api import sync_playwright
 
     if CHROMIUM is None:
         pytest.fail("headless Chromium is needed for this test: apt-get install chromium (make test does it as root)")
-    found: dict[str, dict[str, dict]] = {}
     with serve(html) as root, sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
         try:
-            for name, (width, height) in WIDTHS.items():
-                (screenshots / name).mkdir(parents=True, exist_ok=True)
-                for page_path in pages_of(html):
-                    rel = page_path.relative_to(html).as_posix()
-                    events: dict[str, list[str]] = {
-                        "console": [],
-                        "page_errors": [],
-                        "failed": [],
-                        "outside": [],
-                        "bad_status": [],
-                    }
-                    context = browser.new_context(viewport={"width": width, "height": height})  # fresh storage
-
-                    def route(request_route, events=events):
-                        url = request_route.request.url
-                        if url.startswith((root, "data:", "blob:")):
-                            request_route.continue_()
-                        else:  # the internet, or a file outside the book: the published site would not have it
-                            events["outside"].append(url)
-                            request_route.abort()
-
-                    context.route("**/*", route)
-                    page = context.new_page()
-                    page.on("console", lambda m, e=events: m.type == "error" and e["console"].append(m.text))
-                    page.on("pageerror", lambda error, e=events: e["page_errors"].append(str(error)))
-                    page.on("requestfailed", lambda r, e=events: e["failed"].append(f"{r.url} ({r.failure})"))
-                    page.on("response", lambda r, e=events: r.status >= 400 and e["bad_status"].append(r.url))
-                    page.goto(root + rel, wait_until="load")
-                    settle(page)
-                    facts = page.evaluate(PAGE_FACTS)
-                    shot = screenshots / name / (rel.replace("/", "__") + ".png")
-                    page.screenshot(path=str(shot), full_page=FULL_PAGE_SHOTS)
-                    context.close()
-                    found.setdefault(rel, {})[name] = {**facts, **events}
+            yield Browser(browser, root)
         finally:
             browser.close()
+
+
+def visit_every_page(html: Path, screenshots: Path) -> dict[str, dict[str, dict]]:
+    """Open every page at each of :data:`WIDTHS` with nothing reachable but the built files (:func:`browser_on`).
+
+    Returns {page: {width name: facts}}: :data:`PAGE_FACTS` plus the browser's events (:class:`Visit`). Writes a
+    screenshot of each page at each width to ``screenshots/<width name>/<page path with / as __>.png``.
+    """
+    found: dict[str, dict[str, dict]] = {}
+    with browser_on(html) as browser:
+        for name, viewport in WIDTHS.items():
+            (screenshots / name).mkdir(parents=True, exist_ok=True)
+            for page_path in pages_of(html):
+                rel = page_path.relative_to(html).as_posix()
+                with browser.visit(rel, viewport) as visit:
+                    facts = visit.page.evaluate(PAGE_FACTS)
+                    shot = screenshots / name / (rel.replace("/", "__") + ".png")
+                    visit.page.screenshot(path=str(shot), full_page=FULL_PAGE_SHOTS)
+                found.setdefault(rel, {})[name] = {**facts, **visit.events}
     return found
