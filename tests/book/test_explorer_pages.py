@@ -1,7 +1,7 @@
 """Every control on the built pages belongs to an explorer that responds with no kernel (issue 27).
 
-One headless Chromium opens every page that saves widgets over HTTP, with nothing else reachable (a page that saves
-none draws no ipywidgets control), and checks two things.
+One headless Chromium (helpers.browser.browser_on) opens every page that saves widgets over HTTP, with nothing else
+reachable (a page that saves none draws no ipywidgets control), and checks two things.
 
 Every ipywidgets control drawn on it (slider, dropdown, text box, button, ...) lies inside an explorer
 (``.mh-explorer``, manyheads.viz.explorers): anywhere else it is an inert control, which moves and changes nothing
@@ -13,10 +13,13 @@ grid computed by the Python function the kernel runs) has each control moved to 
 can (a dropdown by choosing an option, a slider by its keys, a text box by typing). Each time the drawing must
 change, the error line stay empty and the page show exactly what its drawing (book_static/explorers.js) gives for the
 state that function computes now for the controls' values (``data["function"](**data["fixed"], **values)``); that
-state must equal the stored one, the two values must give different states, and no console error, page error,
-request outside the book or response of 400 or more may occur. The same check over a page whose stored states are
-shifted by one value of a control fails. An explorer without stored states runs a JavaScript port instead, which its
-own test drives (:data:`PORT_TESTS`).
+state must equal the stored one exactly (states are data, not pictures), the two values must give different states,
+and no console error, page error, request outside the book or response of 400 or more may occur. A float slider's
+grid has at most 21 values. An explorer without stored states runs a JavaScript port instead, which its own test
+drives (:data:`PORT_TESTS`).
+
+Planted faults: the same page with its stored states shifted by one value of a control fails the second check, and
+with its explorers' boxes unmarked, their controls fail the first.
 """
 
 from __future__ import annotations
@@ -228,7 +231,10 @@ def walked(html, browser) -> dict[str, Walked]:
         rel = path.relative_to(html).as_posix()
         with browser.visit(rel) as visit:
             inert, explorers = visit.page.evaluate(INERT), visit.page.evaluate(EXPLORERS)
-            problems, moves = check_stored_state_explorers(visit, rel) if explorers else ([], 0)
+            try:
+                problems, moves = check_stored_state_explorers(visit, rel) if explorers else ([], 0)
+            except Exception as error:  # one page's failure (a function gone, a page timing out) spares the rest
+                problems, moves = [f"{rel}: {type(error).__name__}: {error}"], 0
         found[rel] = Walked(inert, explorers, problems, moves)
     return found
 
