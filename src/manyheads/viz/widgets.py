@@ -11,7 +11,8 @@
   is a :func:`manyheads.viz.explorers.explorer_widget`, so the book's pages compute it without a kernel
   (``book_static/head_budget.js`` ports both functions).
 * :func:`pruning_explorer` (chapter 5): choose an importance method and a pruned fraction, see which heads go (a
-  layer × head map) and what the metric becomes; the pruning is :func:`manyheads.interventions.prune_mask`.
+  layer × head map) and what the metric becomes; the pruning is :func:`manyheads.interventions.prune_mask`. Its
+  figure is :func:`pruning_state`, stored for every method and fraction (a figure explorer).
 """
 
 from __future__ import annotations
@@ -21,16 +22,13 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 
 import ipywidgets as widgets
-import matplotlib.pyplot as plt
 import numpy as np
 import torch
-from matplotlib.figure import Figure
 from torch import Tensor
 
 from manyheads.analysis.circuits import plane_basis, project_onto_plane
 from manyheads.costs import head_budget
 from manyheads.viz.explorers import explorer_widget, figure_explorer
-from manyheads.viz.live import figure_widget
 from manyheads.viz.style import COLOURBLIND_SAFE
 from manyheads.viz.tables import format_bytes, format_count
 
@@ -40,6 +38,7 @@ __all__ = [
     "head_budget_html",
     "head_budget_widget",
     "pruning_explorer",
+    "pruning_state",
 ]
 
 
@@ -263,46 +262,60 @@ def plane_projection_widget(
     )
 
 
-def _pruning_figure(
-    importances: Mapping[str, Tensor],
-    masks: Mapping[str, Mapping[float, Tensor]],
-    scores: Mapping[str, Mapping[float, float]],
+def pruning_state(
+    importances: Mapping[str, Sequence[Sequence[float]]],
+    scores: Mapping[str, Sequence[float]],
+    fractions: Sequence[float],
+    metric: str,
     method: str,
     fraction: float,
-    metric: str,
-) -> Figure:
-    """Left: the layer × head map of the chosen method (removed heads crossed out); right: every method's curve."""
-    importance = importances[method].detach().cpu().double()
-    keep = masks[method][fraction].cpu()
+) -> dict:
+    """What chapter 5's pruning explorer shows for one method and fraction (:func:`manyheads.viz.explorers.
+    panels_figure` reads it). Left: the layer × head map of ``importances[method]`` (lists (n_layers, n_heads)) with
+    the heads :func:`manyheads.interventions.prune_mask` removes at ``fraction`` crossed out; right: every method's
+    ``scores`` (one per fraction of ``fractions``) with the chosen point circled. Heads numbered from 1, like the
+    chapter's maps and mh.head_name ("6-11" = layer 6, head 11)."""
+    from manyheads.interventions import prune_mask
+    from manyheads.viz.explorers import heatmap_panel
+
+    importance = torch.tensor(importances[method], dtype=torch.float64)
+    keep = prune_mask(importance, fraction)
     n_layers, n_heads = importance.shape
-    width = max(4.0, 0.45 * n_heads + 1.5)
-    fig, (left, right) = plt.subplots(
-        1, 2, figsize=(width + 4.2, max(2.6, 0.42 * n_layers + 1.4)), layout="constrained", width_ratios=[width, 4.2]
-    )
-    image = left.imshow(importance.numpy(), cmap="viridis", aspect="auto")
-    fig.colorbar(image, ax=left, fraction=0.046, pad=0.02, label=f"importance ({method})")
     gone = (~keep).nonzero().tolist()
-    if gone:
-        layers, heads = zip(*gone)
-        left.scatter(heads, layers, marker="x", s=60, color="white", linewidths=2.2)
-        left.scatter(heads, layers, marker="x", s=60, color="black", linewidths=1.0, label="removed")
-    # Numbered from 1, like the chapter's maps and mh.head_name ("6-11" = layer 6, head 11).
-    left.set_xticks(range(n_heads), range(1, n_heads + 1))
-    left.set_yticks(range(n_layers), range(1, n_layers + 1))
-    left.set_xlabel("head")
-    left.set_ylabel("layer")
-    left.set_title(f"{method}: {len(gone)} of {keep.numel()} heads removed (×)", fontsize="medium")
-    for name in importances:
-        xs = sorted(scores[name])
-        right.plot(xs, [scores[name][x] for x in xs], marker="o", ms=3, lw=1.8 if name == method else 1.0, label=name)
-    right.scatter([fraction], [scores[method][fraction]], s=80, facecolors="none", edgecolors="black", zorder=3)
-    right.set_xlabel("fraction of heads removed")
-    right.set_ylabel(metric)
-    right.grid(alpha=0.3)
-    # below the axes, never over the curves (CONTRIBUTING.md, "Figures read on a phone")
-    right.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.22), ncols=2, frameon=False)
-    right.set_title(f"{metric} = {scores[method][fraction]:.3f} at {fraction:.0%} removed", fontsize="medium")
-    return fig
+    score = scores[method][list(fractions).index(fraction)]
+    width = max(4.0, 0.45 * n_heads + 1.5)
+    low, high = float(importance.min()), float(importance.max())
+    left = heatmap_panel(
+        importance,
+        vmin=round(low, 6),
+        vmax=round(high, 6) if high > low else round(low, 6) + 1,
+        xticks=[str(h) for h in range(1, n_heads + 1)],
+        yticks=[str(layer) for layer in range(1, n_layers + 1)],
+        crosses=gone,
+        xlabel="head",
+        ylabel="layer",
+        colorbar=f"importance ({method})",
+        title=f"{method}: {len(gone)} of {keep.numel()} heads removed (×)",
+    )
+    curves = {
+        "kind": "line",
+        "series": [
+            {
+                "x": list(fractions),
+                "y": [round(float(v), 4) for v in scores[name]],
+                "color": COLOURBLIND_SAFE[i % len(COLOURBLIND_SAFE)],
+                "label": name,
+                "width": 1.8 if name == method else 1.0,
+                "marker": True,
+            }
+            for i, name in enumerate(importances)
+        ],
+        "point": [fraction, round(float(score), 4)],
+        "xlabel": "fraction of heads removed",
+        "ylabel": metric,
+        "title": f"{metric} = {score:.3f} at {fraction:.0%} removed",
+    }
+    return {"size": [round(width + 4.2, 2), max(3.2, 0.42 * n_layers + 1.9)], "panels": [left, curves]}
 
 
 def pruning_explorer(
@@ -321,8 +334,9 @@ def pruning_explorer(
     :func:`manyheads.interventions.ablated`) and returns a float. For every method and fraction the keep-mask is
     :func:`manyheads.interventions.prune_mask` (the floor(fraction × n) lowest heads of the whole model go) and the
     metric is computed once, when the widget is built, so moving the slider only redraws (identical masks, such as
-    every method's at 0 %, are evaluated once). ``method`` and ``fraction`` choose the state drawn first, which is
-    also what a page without a kernel shows: the figure is stored in the widget, as for the other widgets.
+    every method's at 0 %, are evaluated once). ``method`` and ``fraction`` choose the state drawn first. A
+    :func:`manyheads.viz.explorers.figure_explorer`: every method × fraction is stored as :func:`pruning_state` of
+    the importances and the scores (its ``fixed``), so the book's pages move both controls without a kernel.
     """
     from tqdm.auto import tqdm
 
@@ -360,11 +374,15 @@ def pruning_explorer(
                 raise TypeError(f"evaluate must return a number, got {type(value).__name__}") from None
         scores.setdefault(name, {})[f] = cache[key]
 
-    def draw(method: str, fraction: float) -> Figure:
-        return _pruning_figure(importances, masks, scores, method, fraction, metric)
-
-    return figure_widget(
-        draw,
+    return figure_explorer(
+        "pruning",
+        pruning_state,
+        fixed={
+            "importances": {name: importances[name].detach().cpu().double().tolist() for name in importances},
+            "scores": {name: [scores[name][f] for f in fractions] for name in importances},
+            "fractions": fractions,
+            "metric": metric,
+        },
         method=widgets.Dropdown(options=list(importances), value=method, description="importance"),
         fraction=widgets.SelectionSlider(
             options=[(f"{f:.0%}", f) for f in fractions], value=fraction, description="pruned", continuous_update=False
