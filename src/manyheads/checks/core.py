@@ -9,7 +9,8 @@ A check is a table plus its special diagnoses: its first inputs come with diagno
 runs over the wrong axis"), and every other input form the spec allows is a row of a table of :class:`FormInput`
 (the input, the words that name it, the hint for a wrong answer there) that :func:`check_forms` runs against the
 check's reference. The exercise's description names these forms (``CodePart.forms``), and the tests make, for each,
-an answer that misses only that form.
+an answer that misses only that form. A row on which the reference raises ``ValueError`` is one where the answer must
+raise it too; a reference that returns an ``int`` makes the row's answer an integer compared exactly.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ __all__ = [
     "call_student",
     "expect_value_error",
     "require_tensor",
+    "require_int",
     "report_passed",
     "FormInput",
     "as_float64",
@@ -85,9 +87,8 @@ def expect_value_error(fn: Callable[..., Any], what: str, why: str, *args: Any, 
         raise AssertionError(
             f"{fn.__name__} raised {type(exc).__name__} on {what}, expected a ValueError ({why})"
         ) from exc
-    raise AssertionError(
-        f"{fn.__name__} returned {type(result).__name__} on {what}, but should raise ValueError: {why}"
-    )
+    shown = repr(result) if isinstance(result, (int, float, str, type(None))) else type(result).__name__
+    raise AssertionError(f"{fn.__name__} returned {shown} on {what}, but should raise ValueError: {why}")
 
 
 def require_tensor(name: str, value: Any) -> Tensor:
@@ -96,18 +97,39 @@ def require_tensor(name: str, value: Any) -> Tensor:
     return value
 
 
+def require_int(value: Any, call: str, float_hint: str) -> int:
+    """``value`` if it is exactly an ``int`` (not a float such as 64.0, a bool, a numpy or torch number); otherwise an
+    ``AssertionError`` saying what ``call`` returned, with ``float_hint`` for a float (how the answer made one)."""
+    if type(value) is int:  # noqa: E721 -- exactly int
+        return value
+    if isinstance(value, float):
+        hint = float_hint
+    elif isinstance(value, Tensor):
+        hint = "do the arithmetic on the Python ints you are given, not on tensors (or return int(...))"
+    else:
+        hint = "return a plain Python int"
+    raise AssertionError(f"{call} returned {value!r}, a {type(value).__name__}; the spec asks for an int: {hint}")
+
+
 def report_passed(name: str) -> None:
     print(f"{name}: all visible checks passed")
 
 
 @dataclass(frozen=True)
 class FormInput:
-    """One row of a check's table: an input form, the words that name it in messages, and the likely bug there."""
+    """One row of a check's table: an input form, the words that name it in messages, and the likely bug there.
+
+    ``hint`` is a string, or a function of the answer's wrong result that returns one (a diagnosis that depends on
+    what came back). On a row where the reference raises ``ValueError``, it says why the input is invalid.
+    """
 
     what: str
     args: tuple
     kwargs: Mapping[str, Any] = field(default_factory=dict)
-    hint: str = ""
+    hint: str | Callable[[Any], str] = ""
+
+    def hint_for(self, got: Any) -> str:
+        return self.hint(got) if callable(self.hint) else self.hint
 
 
 def as_float64(value: Any) -> Any:
@@ -119,8 +141,10 @@ def as_float64(value: Any) -> Any:
     return value
 
 
-def _returned(fn: Callable[..., Any], form: FormInput, returns: Sequence[str]) -> tuple[Tensor, ...]:
+def _returned(fn: Callable[..., Any], form: FormInput, returns: Sequence[str], want: tuple) -> tuple[Any, ...]:
     result = call_student(fn, form.what, *form.args, **form.kwargs)
+    if len(returns) == 1 and not isinstance(want[0], Tensor):
+        return (result,)
     if len(returns) == 1:
         owner = f"{fn.__name__}'" if fn.__name__.endswith("s") else f"{fn.__name__}'s"
         return (require_tensor(f"{owner} result", result),)
@@ -129,8 +153,19 @@ def _returned(fn: Callable[..., Any], form: FormInput, returns: Sequence[str]) -
     return tuple(require_tensor(n, r) for n, r in zip(returns, result))
 
 
-def _values(t: Tensor) -> list[float]:
+def _values(t: Any) -> Any:
+    if not isinstance(t, Tensor):
+        return t
     return [round(float(v), 4) for v in t.detach().double().reshape(-1)]
+
+
+def _difference(got: Any, want: Any) -> float:
+    if isinstance(got, Tensor) and isinstance(want, Tensor):
+        return max_abs_diff(got, want)
+    try:
+        return float(abs(got - want))
+    except TypeError:
+        return math.inf
 
 
 SHAPE_MESSAGE = "{name} returned shape {got} for {what}, expected {want}: {hint}"
@@ -143,42 +178,57 @@ def check_forms(
     reference: Callable[..., Any],
     *,
     returns: Sequence[str] = ("result",),
-    run: Callable[[Callable[..., Any], FormInput], tuple[Tensor, ...] | Tensor] | None = None,
+    run: Callable[[Callable[..., Any], FormInput], Any] | None = None,
+    compare: Callable[[Any, Any], bool] = close_to,
     shape_message: str = SHAPE_MESSAGE,
     wrong_message: str = WRONG_MESSAGE,
 ) -> None:
     """Run the student's ``fn`` on every form of the table; compare shapes, then values, with ``reference`` on the
-    same arguments in float64. A wrong shape or value raises ``AssertionError`` naming the form and its hint.
+    same arguments in float64. A wrong shape or value raises ``AssertionError`` naming the form and its hint. Where
+    the reference raises ``ValueError``, ``fn`` must raise it too (:func:`expect_value_error`, the hint saying why).
 
     ``returns`` names the tensors ``fn`` returns (one, or a tuple such as ``("output", "weights")``); ``run`` calls
-    ``fn`` on a form and returns them, where a check needs more (inputs that must not change, say). For one returned
-    tensor, ``shape_message`` and ``wrong_message`` word the failures with the fields ``name``, ``what``, ``hint``,
-    ``got`` and ``want`` (shapes), ``diff`` (the largest difference), ``got_values`` and ``want_values``.
+    ``fn`` on a form and returns them, where a check needs more (inputs that must not change, say). ``compare`` says
+    whether a returned value matches the reference's: :func:`close_to` unless the check needs exact numbers (values
+    that are only moved), another tolerance, or ``==`` (integers). For one returned value, ``shape_message`` and
+    ``wrong_message`` word the failures with the fields ``name``, ``what``, ``hint``, ``got`` and ``want`` (the shapes
+    of tensors, the values of anything else), ``diff`` (the largest difference), ``got_values`` and ``want_values``.
     """
     name = fn.__name__
     for form in forms:
-        got = run(fn, form) if run is not None else _returned(fn, form, returns)
-        got = got if isinstance(got, tuple) else (got,)
-        want = reference(*as_float64(form.args), **{k: as_float64(v) for k, v in form.kwargs.items()})
-        want = want if isinstance(want, tuple) else (want,)
-        shapes = [(tuple(g.shape), tuple(w.shape)) for g, w in zip(got, want)]
-        if len(returns) == 1:
-            fields = {"name": name, "what": form.what, "hint": form.hint, "got": shapes[0][0], "want": shapes[0][1]}
-            if shapes[0][0] != shapes[0][1]:
-                raise AssertionError(shape_message.format(**fields))
-            if not close_to(got[0], want[0]):
-                diff = max_abs_diff(got[0], want[0])
-                values = {"got_values": _values(got[0]), "want_values": _values(want[0])}
-                raise AssertionError(wrong_message.format(**fields, diff=diff, **values))
+        try:
+            want = reference(*as_float64(form.args), **{k: as_float64(v) for k, v in form.kwargs.items()})
+        except ValueError:
+            expect_value_error(fn, form.what, form.hint_for(None), *form.args, **form.kwargs)
             continue
+        want = want if isinstance(want, tuple) else (want,)
+        got = run(fn, form) if run is not None else _returned(fn, form, returns, want)
+        got = got if isinstance(got, tuple) else (got,)
+        if len(returns) == 1:
+            g, w = got[0], want[0]
+            tensors = isinstance(g, Tensor) and isinstance(w, Tensor)
+            fields = {
+                "name": name,
+                "what": form.what,
+                "got": tuple(g.shape) if tensors else g,
+                "want": tuple(w.shape) if tensors else w,
+                "got_values": _values(g),
+                "want_values": _values(w),
+            }
+            if tensors and fields["got"] != fields["want"]:
+                raise AssertionError(shape_message.format(**fields, hint=form.hint_for(g)))
+            if not compare(g, w):
+                raise AssertionError(wrong_message.format(**fields, hint=form.hint_for(g), diff=_difference(g, w)))
+            continue
+        shapes = [(tuple(g.shape), tuple(w.shape)) for g, w in zip(got, want)]
         if any(g != w for g, w in shapes):
             expected = " and ".join(f"{n} {w}" for n, (_, w) in zip(returns, shapes))
             raise AssertionError(
                 f"wrong shapes for {form.what}: expected {expected}, got {' and '.join(str(g) for g, _ in shapes)}. "
-                f"{form.hint}"
+                f"{form.hint_for(got)}"
             )
         # the last returned tensor first: of (output, weights), the weights say most about the bug
-        off = [(n, max_abs_diff(g, w)) for n, g, w in reversed(list(zip(returns, got, want))) if not close_to(g, w)]
+        off = [(n, max_abs_diff(g, w)) for n, g, w in reversed(list(zip(returns, got, want))) if not compare(g, w)]
         if off:
             diffs = ", ".join(f"{n} off by up to {d:.3g}" for n, d in off)
-            raise AssertionError(f"wrong result for {form.what} ({diffs}). {form.hint}")
+            raise AssertionError(f"wrong result for {form.what} ({diffs}). {form.hint_for(got)}")

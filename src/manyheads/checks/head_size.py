@@ -25,6 +25,7 @@ from manyheads.checks.core import (
     fixed_randn,
     max_abs_diff,
     report_passed,
+    require_int,
     require_tensor,
 )
 
@@ -63,34 +64,37 @@ def _as_int(name: str, value: Any) -> int:
     return int(as_float)
 
 
-def _exactly_moved(name: str, got: Tensor, want: Tensor, what: str) -> None:
+def _moved_exactly(got: Tensor, want: Tensor) -> bool:
     """Splitting and merging only move numbers: the hidden tests compare them exactly, so this check does too."""
-    if not torch.equal(got.detach().double(), want.double()):
-        raise AssertionError(
-            f"{name} changed the numbers for {what} (largest change {max_abs_diff(got, want):.3g}): it must only move "
-            "them. Reshape, transpose, chunk or cat keep them exactly; copying them into a new tensor of another dtype "
-            "(torch.zeros(...) is float32) rounds them"
-        )
+    return torch.equal(got.detach().double(), want.double())
+
+
+_MOVED_MESSAGE = (
+    "{name} changed the numbers for {what} (largest change {diff:.3g}): it must only move them. Reshape, transpose, "
+    "chunk or cat keep them exactly; copying them into a new tensor of another dtype (torch.zeros(...) is float32) "
+    "rounds them"
+)
+_NO_SQUEEZE = (
+    "{name} returned shape {got} for {what}, expected {want}: keep every axis, even those of size 1 (no squeeze)"
+)
+
+
+def _check_moved(fn: Callable[..., Any], table: list[FormInput], reference: Callable[..., Tensor]) -> None:
+    check_forms(fn, table, reference, compare=_moved_exactly, shape_message=_NO_SQUEEZE, wrong_message=_MOVED_MESSAGE)
+
+
+def _reference_head_dim(d_model: int, n_heads: int) -> int:
+    if any(type(v) is not int for v in (d_model, n_heads)) or d_model <= 0 or n_heads <= 0 or d_model % n_heads:
+        raise ValueError(f"head_dim({d_model!r}, {n_heads!r}) is not defined")
+    return d_model // n_heads
 
 
 def check_head_dim(head_dim: Callable[[int, int], int]) -> None:
     """Visible test for exercise 3, part 1: ``head_dim(d_model, n_heads)`` → an ``int``; ``ValueError`` for invalid
     combinations and for arguments that are not ``int`` (bool, float, str)."""
-    for d_model, n_heads, want in ((1024, 16, 64), (512, 8, 64), (384, 12, 32), (6, 6, 1), (6, 1, 6), (1, 1, 1)):
-        got = call_student(head_dim, f"({d_model}, {n_heads})", d_model, n_heads)
-        if type(got) is not int:  # noqa: E721 -- exactly int: not a float such as 64.0, a bool or a numpy scalar
-            hint = (
-                "use integer division, d_model // n_heads: d_model / n_heads is a float even when it divides"
-                if isinstance(got, float)
-                else "return a plain Python int"
-            )
-            raise AssertionError(
-                f"head_dim({d_model}, {n_heads}) returned {got!r}, a {type(got).__name__}; "
-                f"the spec asks for an int: {hint}"
-            )
-        if got != want:
-            raise AssertionError(f"head_dim({d_model}, {n_heads}) returned {got}, expected {want}")
-    for args, why in (
+    valid = ((1024, 16), (512, 8), (384, 12), (6, 6), (6, 1), (1, 1))
+    first = "check that both arguments are ints (isinstance(x, int) and not a bool) and greater than 0 first"
+    invalid = (
         ((512, 3), "3 does not divide 512"),
         ((3, 6), "6 heads cannot share a width of 3"),
         ((0, 4), "d_model = 0 is not positive"),
@@ -102,21 +106,18 @@ def check_head_dim(head_dim: Callable[[int, int], int]) -> None:
         ((10, 2.5), "n_heads = 2.5 is not an integer"),
         (("1024", 16), "d_model is a str, not an int"),
         ((64, True), "n_heads is a bool, not an int (True == 1 in Python)"),
-    ):
-        try:
-            result = head_dim(*args)
-        except NotImplementedError:
-            raise
-        except ValueError:
-            continue
-        except Exception as exc:
-            raise AssertionError(
-                f"head_dim{args!r} raised {type(exc).__name__}, expected a ValueError ({why})"
-            ) from exc
-        raise AssertionError(
-            f"head_dim{args!r} returned {result!r}, but should raise ValueError: {why}. Check that "
-            "both arguments are ints (isinstance(x, int) and not a bool) and greater than 0 first"
-        )
+    )
+    table = [FormInput(f"head_dim{args!r}", args) for args in valid]
+    table += [FormInput(f"head_dim{args!r}", args, hint=f"{why}; {first}") for args, why in invalid]
+    float_hint = "use integer division, d_model // n_heads: d_model / n_heads is a float even when it divides"
+    check_forms(
+        head_dim,
+        table,
+        _reference_head_dim,
+        run=lambda fn, form: require_int(call_student(fn, form.what, *form.args), form.what, float_hint),
+        compare=int.__eq__,
+        wrong_message="{what} returned {got}, expected {want}",
+    )
     report_passed("check_head_dim")
 
 
@@ -149,23 +150,23 @@ def check_split_heads(split_heads: Callable[[Tensor, int], Tensor]) -> None:
             f"split_heads puts the wrong features in the heads: head i should hold features "
             f"[i·d_head, (i+1)·d_head) of every position (max difference {max_abs_diff(got, want):.3g})"
         )
-    _exactly_moved("split_heads", got, want, "x of shape (2, 6, 6) in float64")
+    if not _moved_exactly(got, want):
+        raise AssertionError(
+            _MOVED_MESSAGE.format(
+                name="split_heads", what="x of shape (2, 6, 6) in float64", diff=max_abs_diff(got, want)
+            )
+        )
 
     # The other forms the hidden tests use: a batch of one, one head, heads of width 1, a single position, float32.
-    for shape, n_heads, dtype, what in (
-        ((1, 4, 6), 1, torch.float32, "one head and a batch of one, x (1, 4, 6) float32"),
-        ((2, 3, 8), 8, torch.float32, "heads of width 1, x (2, 3, 8), n_heads=8"),
-        ((3, 1, 6), 2, torch.float64, "a single position, x (3, 1, 6), n_heads=2"),
-    ):
-        x = fixed_randn(*shape, seed=35).to(dtype)
-        want = _split(x, n_heads)
-        got = require_tensor("split_heads's result", call_student(split_heads, what, x, n_heads))
-        if tuple(got.shape) != tuple(want.shape):
-            raise AssertionError(
-                f"split_heads returned shape {tuple(got.shape)} for {what}, expected "
-                f"{tuple(want.shape)}: keep every axis, even those of size 1 (no squeeze)"
-            )
-        _exactly_moved("split_heads", got, want, what)
+    table = [
+        FormInput(what, (fixed_randn(*shape, seed=35).to(dtype), heads))
+        for shape, heads, dtype, what in (
+            ((1, 4, 6), 1, torch.float32, "one head and a batch of one, x (1, 4, 6) float32"),
+            ((2, 3, 8), 8, torch.float32, "heads of width 1, x (2, 3, 8), n_heads=8"),
+            ((3, 1, 6), 2, torch.float64, "a single position, x (3, 1, 6), n_heads=2"),
+        )
+    ]
+    _check_moved(split_heads, table, _split)
     report_passed("check_split_heads")
 
 
@@ -187,51 +188,65 @@ def check_merge_heads(merge_heads: Callable[[Tensor], Tensor]) -> None:
         raise AssertionError(
             f"merge_heads is not the inverse of split_heads (max difference {max_abs_diff(got, want):.3g})"
         )
-    _exactly_moved("merge_heads", got, want, "x of shape (2, 3, 5, 4) in float64")
+    if not _moved_exactly(got, want):
+        raise AssertionError(
+            _MOVED_MESSAGE.format(
+                name="merge_heads", what="x of shape (2, 3, 5, 4) in float64", diff=max_abs_diff(got, want)
+            )
+        )
 
     # The other forms the hidden tests use: one head and a batch of one, one position with heads of width 1, float32.
-    for shape, dtype, what in (
-        ((1, 1, 7, 3), torch.float32, "one head and a batch of one, x (1, 1, 7, 3) float32"),
-        ((2, 5, 1, 1), torch.float32, "one position and heads of width 1, x (2, 5, 1, 1)"),
-        ((3, 4, 6, 2), torch.float64, "x (3, 4, 6, 2)"),
-    ):
-        x = fixed_randn(*shape, seed=36).to(dtype)
-        want = _merge(x)
-        got = require_tensor("merge_heads's result", call_student(merge_heads, what, x))
-        if tuple(got.shape) != tuple(want.shape):
-            raise AssertionError(
-                f"merge_heads returned shape {tuple(got.shape)} for {what}, expected "
-                f"{tuple(want.shape)}: keep every axis, even those of size 1 (no squeeze)"
-            )
-        _exactly_moved("merge_heads", got, want, what)
+    table = [
+        FormInput(what, (fixed_randn(*shape, seed=36).to(dtype),))
+        for shape, dtype, what in (
+            ((1, 1, 7, 3), torch.float32, "one head and a batch of one, x (1, 1, 7, 3) float32"),
+            ((2, 5, 1, 1), torch.float32, "one position and heads of width 1, x (2, 5, 1, 1)"),
+            ((3, 4, 6, 2), torch.float64, "x (3, 4, 6, 2)"),
+        )
+    ]
+    _check_moved(merge_heads, table, _merge)
     report_passed("check_merge_heads")
+
+
+def _reference_param_count(d_model: int, n_heads: int, bias: bool = True) -> int:
+    return 4 * d_model * d_model + (4 * d_model if bias else 0)
+
+
+def _param_count_hint(got: int, d_model: int, bias: bool) -> str:
+    """Why ``got`` differs from the count, when a known mistake explains it."""
+    if got == 3 * d_model * d_model + (3 * d_model if bias else 0):
+        return "that counts Q, K and V only: the output projection W_o is a (d_model, d_model) matrix too"
+    if bias and got == 4 * d_model * d_model:
+        return "that leaves out the biases (bias=True is the default): one vector of d_model per projection"
+    return "four (d_model, d_model) projections, W_q, W_k, W_v and W_o, each with a bias of d_model when bias is True"
 
 
 def check_mha_param_count(mha_param_count: Callable[..., int]) -> None:
     """Visible test for exercise 3, part 4: parameters of the four (d_model, d_model) projections, with biases."""
-    for d_model, n_heads in ((512, 8), (512, 1), (12, 3)):
-        got = _as_int(
-            "mha_param_count's result", call_student(mha_param_count, f"({d_model}, {n_heads})", d_model, n_heads)
-        )
-        want = 4 * d_model * d_model + 4 * d_model
-        if got == 3 * d_model * d_model + 3 * d_model:
-            raise AssertionError(
-                f"mha_param_count({d_model}, {n_heads}) = {got} counts Q, K and V only: "
-                "the output projection W_o is a (d_model, d_model) matrix too"
-            )
-        if got == 4 * d_model * d_model:
-            raise AssertionError(
-                f"mha_param_count({d_model}, {n_heads}) = {got} leaves out the biases "
-                "(bias=True is the default): one vector of d_model per projection"
-            )
-        if got != want:
-            raise AssertionError(f"mha_param_count({d_model}, {n_heads}) returned {got}, expected {want}")
+    table = [
+        FormInput(f"({d}, {h})", (d, h), hint=lambda got, d=d: _param_count_hint(got, d, True))
+        for d, h in ((512, 8), (512, 1), (12, 3))
+    ]
     # bias by keyword, as the hidden tests pass it: the parameter must be called bias, as in the spec
-    for bias, want in ((False, 4 * 512 * 512), (True, 4 * 512 * 512 + 4 * 512)):
-        what = f"(512, 8, bias={bias}) (keep the parameter name bias)"
-        got = _as_int("mha_param_count's result", call_student(mha_param_count, what, 512, 8, bias=bias))
-        if got != want:
-            raise AssertionError(f"mha_param_count(512, 8, bias={bias}) returned {got}, expected {want}")
+    table += [
+        FormInput(
+            f"(512, 8, bias={bias}) (keep the parameter name bias)",
+            (512, 8),
+            {"bias": bias},
+            lambda got, bias=bias: _param_count_hint(got, 512, bias),
+        )
+        for bias in (False, True)
+    ]
+    check_forms(
+        mha_param_count,
+        table,
+        _reference_param_count,
+        run=lambda fn, form: _as_int(
+            "mha_param_count's result", call_student(fn, form.what, *form.args, **form.kwargs)
+        ),
+        compare=int.__eq__,
+        wrong_message="mha_param_count{what} returned {got}, expected {want}: {hint}",
+    )
     report_passed("check_mha_param_count")
 
 
