@@ -323,8 +323,8 @@
       node(svg, "text", { x: left + width / 2, y: Math.min(y + h - 6, top + height + below - 2),
         "text-anchor": "middle", "font-size": 14 }, panel.xlabel);
     }
-    if (panel.ylabel) {
-      var ly = top + height / 2, lx = x + 14;
+    if (panel.ylabel) { // just left of the tick labels
+      var ly = top + height / 2, lx = Math.max(x + 14, left - 16 - longest(yt) * charW);
       node(svg, "text", { x: lx, y: ly, "text-anchor": "middle", "font-size": 14,
         transform: "rotate(-90 " + lx + " " + ly + ")" }, panel.ylabel);
     }
@@ -424,20 +424,27 @@
     return { columns: columns, rows: rows };
   }
 
+  // The figure as SVG. On a phone (a viewport under NARROW px) panels side by side would shrink past reading, so
+  // each panel takes its own row at its own size, one under the other (CONTRIBUTING.md, "Figures read on a phone").
+  var NARROW = 640;
+
   function drawPanels(state) {
     var W = state.size[0] * 100, H = state.size[1] * 100, places = layout(state);
+    var cw = W / places.columns, rh = H / places.rows.length;
+    var stacked = places.columns > 1 && (window.innerWidth || NARROW) < NARROW;
+    var width = stacked ? cw : W;
+    var height = stacked ? rh * state.panels.length : H;
     var svg = document.createElementNS(SVG, "svg");
-    svg.setAttribute("viewBox", "0 0 " + W + " " + H);
+    svg.setAttribute("viewBox", "0 0 " + width + " " + height);
     svg.setAttribute("role", "img");
     svg.setAttribute("aria-label", "Figure (" + state.panels.map(function (p) { return p.title; }).join("; ") + ").");
-    svg.setAttribute("style", "max-width:100%;width:" + W + "px;height:auto;font-family:sans-serif");
-    var cw = W / places.columns, rh = H / places.rows.length;
+    svg.setAttribute("style", "max-width:100%;width:" + width + "px;height:auto;font-family:sans-serif");
     state.panels.forEach(function (panel, i) {
+      var draw = panel.kind === "heatmap" ? drawHeatmap : panel.kind === "line" ? drawLine : drawPanel;
+      if (stacked) return draw(svg, panel, 0, i * rh, width, rh);
       places.rows.forEach(function (row, r) {
         var first = row.indexOf(i), span = row.lastIndexOf(i) - first + 1;
-        if (first < 0) return;
-        var draw = panel.kind === "heatmap" ? drawHeatmap : panel.kind === "line" ? drawLine : drawPanel;
-        draw(svg, panel, first * cw, r * rh, span * cw, rh);
+        if (first >= 0) draw(svg, panel, first * cw, r * rh, span * cw, rh);
       });
     });
     return svg;

@@ -1,6 +1,7 @@
 """Explorers that respond with and without a kernel (issue 27): chapters 3 and 7's head-budget calculator, and the
-way to write every later one. Figure explorers (chapters 1 and 2) are the same box with stored states instead of a
-port: :func:`figure_explorer`, described in its section below.
+way to write every later one. Figure explorers (chapters 1, 2, 4, 5 and 6 and the interlude) are the same box with
+stored states instead of a port: :func:`figure_explorer`, described in its section below; the attention explorers'
+state functions live in :mod:`manyheads.viz.head_explorers`.
 
 :func:`explorer_widget` is a :func:`manyheads.viz.live.html_widget` (controls above an HTML view, then an error line)
 whose parts carry class names that the built book's ``book_static/explorers.js`` looks for. Under a kernel (Jupyter,
@@ -76,11 +77,14 @@ def explorer_widget(name: str, render: Callable[..., str], **controls: widgets.V
 # Figure explorers with stored states: the same way, for figures whose controls have few values.
 #
 # A figure explorer's picture comes from ``state(**fixed, **values)``, a small JSON-able description of the figure
-# (:func:`panels_figure` reads it: bar and scatter panels, numbers rounded), computed for every point of the
+# (:func:`panels_figure` reads it: bar, scatter, heatmap and line panels, numbers rounded, heatmaps as uint8 levels
+# in base64), computed for every point of the
 # controls' grid when the widget is made and saved with it in a hidden HTML widget (class ``mh-explorer-states``).
 # Under a kernel the picture is matplotlib's drawing of the state for the controls' values, as for any figure_widget;
 # on the book's pages ``explorers.js`` draws the stored state for the controls' values as SVG (``drawPanels``).
-# A float slider's grid is min, min + step, ..., max (at most MAX_GRID values), a dropdown's grid its options.
+# A float slider's grid is min, min + step, ..., max (at most MAX_GRID values), an integer slider's the same (a layer,
+# a head, a training step: its own values, at most MAX_DISCRETE_GRID), a selection slider's and a dropdown's their
+# options. Every combination is stored, so the product of the grids' sizes is what a page pays for.
 
 MAX_GRID = 21  # values per float slider (issue 27: "continuous sliders on a stated grid of at most 21 steps")
 # An integer slider, a selection slider or a dropdown has a discrete grid, its own values (a layer, a head, a
