@@ -36,6 +36,7 @@ from manyheads.checks.core import (
     fixed_randn,
     max_abs_diff,
     report_passed,
+    require_int,
     require_tensor,
 )
 
@@ -52,8 +53,10 @@ __all__ = [
 # Part 1: kv_cache_bytes
 
 
-def _cache(n_layers: int, n_kv_heads: int, d_head: int, seq_len: int, batch: int = 1, size: int = 2) -> int:
-    return 2 * n_layers * n_kv_heads * d_head * seq_len * batch * size
+def _cache(
+    n_layers: int, n_kv_heads: int, d_head: int, seq_len: int, batch: int = 1, bytes_per_element: int = 2
+) -> int:
+    return 2 * n_layers * n_kv_heads * d_head * seq_len * batch * bytes_per_element
 
 
 def _as_int32(value: int) -> int:
@@ -95,24 +98,27 @@ def check_kv_cache_bytes(kv_cache_bytes: Callable[..., int]) -> None:
         ((126, 8, 128, 131072, 16, 4), 2, ("d_head", "seq_len", "batch", "bytes_per_element")),  # ~2·10¹² bytes
         ((1, 1, 1, 1, 1, 1), 6, ()),
     ]
+    table = []
     for args, n_positional, keywords in calls:
         given = dict(zip(names, args)) if keywords is None else {n: args[names.index(n)] for n in keywords}
         positional = args[:n_positional] if keywords is not None else ()
         shown = ", ".join([*map(str, positional), *(f"{k}={v}" for k, v in given.items())])
-        call = f"kv_cache_bytes({shown})"
         passed = set(names[: len(positional)]) | set(given)
-        got = call_student(kv_cache_bytes, f"{call} (keep the parameter names of the spec)", *positional, **given)
-        if type(got) is not int:  # noqa: E721 -- exactly int: not a float, a bool, a numpy or torch number
-            if isinstance(got, float):
-                hint = "the arithmetic went through a float (a / or a constant such as 2.0): use only * on the ints"
-            elif isinstance(got, Tensor):
-                hint = "do the arithmetic on the Python ints you are given, not on tensors (or return int(...))"
-            else:
-                hint = "return a plain Python int"
-            raise AssertionError(f"{call} returned {got!r}, a {type(got).__name__}; the spec asks for an int: {hint}")
-        want = _cache(*args)
-        if got != want:
-            raise AssertionError(f"{call} returned {got:,}, expected {want:,}: {_cache_hint(got, args, passed)}")
+        hint = lambda got, args=args, passed=passed: _cache_hint(got, args, passed)  # noqa: E731
+        table.append(FormInput(f"kv_cache_bytes({shown})", positional, given, hint))
+    float_hint = "the arithmetic went through a float (a / or a constant such as 2.0): use only * on the ints"
+    check_forms(
+        kv_cache_bytes,
+        table,
+        _cache,
+        run=lambda fn, form: require_int(
+            call_student(fn, f"{form.what} (keep the parameter names of the spec)", *form.args, **form.kwargs),
+            form.what,
+            float_hint,
+        ),
+        compare=int.__eq__,
+        wrong_message="{what} returned {got:,}, expected {want:,}: {hint}",
+    )
     report_passed("check_kv_cache_bytes")
 
 
@@ -120,25 +126,34 @@ def check_kv_cache_bytes(kv_cache_bytes: Callable[..., int]) -> None:
 # Part 2: repeat_kv
 
 
-def _exactly(name: str, got: Tensor, want: Tensor, what: str, hint: str) -> None:
+def _same_numbers(got: Tensor, want: Tensor) -> bool:
     """Repeating only copies numbers: the hidden tests compare them exactly, so this check does too."""
-    if tuple(got.shape) != tuple(want.shape):
+    return torch.equal(got.detach().double(), want.double())
+
+
+def _run_repeat(fn: Callable, form: FormInput) -> Tensor:
+    """Call the answer on a copy of x; the copy must come back unchanged, the result in x's dtype."""
+    x, n_rep = form.args
+    given = x.clone()
+    got = require_tensor("repeat_kv's result", call_student(fn, form.what, given, n_rep))
+    if not torch.equal(given, x):
         raise AssertionError(
-            f"{name} returned shape {tuple(got.shape)} for {what}, expected {tuple(want.shape)}: {hint}"
+            f"repeat_kv changed its input x for {form.what}: build a new tensor (repeat_interleave, expand, cat)"
         )
-    if got.dtype != want.dtype or not torch.equal(got, want):
-        raise AssertionError(f"{name} returned the wrong numbers for {what}: {hint}")
+    if got.dtype != x.dtype:
+        raise AssertionError(
+            f"repeat_kv returned the wrong numbers for {form.what}: {form.hint} (it returned {got.dtype} for {x.dtype})"
+        )
+    return got
 
 
 def check_repeat_kv(repeat_kv: Callable[[Tensor, int], Tensor]) -> None:
     """Part 2: ``repeat_kv(x, n_rep)``: (batch, n_kv_heads, seq, d_head) → (batch, n_kv_heads·n_rep, seq, d_head),
     output head h being input head h // n_rep (each K/V head n_rep times in a row)."""
     x = fixed_randn(2, 3, 4, 5, seed=71)
-    given = x.clone()
-    got = require_tensor("repeat_kv's result", call_student(repeat_kv, "x (2, 3, 4, 5), n_rep=2", given, 2))
-    if not torch.equal(given, x):
-        raise AssertionError("repeat_kv changed its input x: build a new tensor (repeat_interleave, expand, cat)")
-    want = x.repeat_interleave(2, dim=1)
+    shape_hint = "output head h is input head h // n_rep, so shape (batch, n_kv_heads · n_rep, seq, d_head)"
+    first = FormInput("x (2, 3, 4, 5), n_rep=2", (x, 2), hint=shape_hint)
+    got = _run_repeat(repeat_kv, first)
     if tuple(got.shape) == (2, 3, 8, 5):
         raise AssertionError(
             "repeat_kv returned shape (2, 3, 8, 5): that repeats the positions; repeat the heads, axis 1 (dim=1)"
@@ -149,31 +164,35 @@ def check_repeat_kv(repeat_kv: Callable[[Tensor, int], Tensor]) -> None:
             "copies), so output head h is input head h % n_kv_heads. Each K/V head must be repeated n_rep times in "
             "a row, 0, 0, 1, 1, 2, 2: output head h is input head h // n_rep (repeat_interleave, not repeat)"
         )
-    _exactly(
-        "repeat_kv",
-        got,
-        want,
-        "x (2, 3, 4, 5), n_rep=2",
-        "output head h is input head h // n_rep, so shape (batch, n_kv_heads · n_rep, seq, d_head)",
-    )
+
+    want = x.repeat_interleave(2, dim=1)
+    if tuple(got.shape) != tuple(want.shape):
+        raise AssertionError(
+            f"repeat_kv returned shape {tuple(got.shape)} for {first.what}, expected {tuple(want.shape)}: {shape_hint}"
+        )
+    if not _same_numbers(got, want):
+        raise AssertionError(f"repeat_kv returned the wrong numbers for {first.what}: {shape_hint}")
 
     # The other forms the contract allows and the hidden tests use.
-    for shape, n_rep, dtype, what in (
-        ((2, 3, 4, 5), 1, torch.float64, "n_rep=1 (multi-head attention: nothing to repeat)"),
-        ((2, 1, 4, 3), 4, torch.float64, "one K/V head, x (2, 1, 4, 3), n_rep=4 (multi-query attention)"),
-        ((1, 2, 3, 4), 3, torch.float64, "a batch of one, x (1, 2, 3, 4), n_rep=3"),
-        ((3, 2, 1, 2), 2, torch.float32, "a single position in float32, x (3, 2, 1, 2), n_rep=2"),
-        ((2, 4, 5, 1), 2, torch.float32, "heads of width 1, x (2, 4, 5, 1), n_rep=2"),
-    ):
-        x = fixed_randn(*shape, seed=72).to(dtype)
-        got = require_tensor("repeat_kv's result", call_student(repeat_kv, what, x.clone(), n_rep))
-        _exactly(
-            "repeat_kv",
-            got,
-            x.repeat_interleave(n_rep, dim=1),
-            what,
-            "keep every axis even of size 1 (no squeeze), keep the dtype, and repeat each head n_rep times in a row",
+    each_head = "keep every axis even of size 1 (no squeeze), keep the dtype, and repeat each head n_rep times in a row"
+    table = [
+        FormInput(what, (fixed_randn(*shape, seed=72).to(dtype), n_rep), hint=each_head)
+        for shape, n_rep, dtype, what in (
+            ((2, 3, 4, 5), 1, torch.float64, "n_rep=1 (multi-head attention: nothing to repeat)"),
+            ((2, 1, 4, 3), 4, torch.float64, "one K/V head, x (2, 1, 4, 3), n_rep=4 (multi-query attention)"),
+            ((1, 2, 3, 4), 3, torch.float64, "a batch of one, x (1, 2, 3, 4), n_rep=3"),
+            ((3, 2, 1, 2), 2, torch.float32, "a single position in float32, x (3, 2, 1, 2), n_rep=2"),
+            ((2, 4, 5, 1), 2, torch.float32, "heads of width 1, x (2, 4, 5, 1), n_rep=2"),
         )
+    ]
+    check_forms(
+        repeat_kv,
+        table,
+        lambda x, n_rep: x.repeat_interleave(n_rep, dim=1),
+        run=_run_repeat,
+        compare=_same_numbers,
+        wrong_message="{name} returned the wrong numbers for {what}: {hint}",
+    )
     report_passed("check_repeat_kv")
 
 
@@ -441,12 +460,18 @@ def _pooled(w: Tensor, n_heads: int, n_kv_heads: int, how: str = "mean") -> Tens
 
 
 def _run_pool(fn: Callable, what: str, w: Tensor, n_heads: int, n_kv: int) -> Tensor:
+    """Call the answer on a copy of w; the copy must come back unchanged, the result in w's dtype."""
     given = w.clone()
     got = require_tensor("mean_pool_kv's result", call_student(fn, what, given, n_heads, n_kv))
     if given.shape != w.shape or not torch.equal(given, w):
         raise AssertionError(
             f"mean_pool_kv changed its input w for {what}: never modify the inputs in place (assigning into a view "
             "of w writes into w); build new tensors (mean returns one)"
+        )
+    if got.dtype != w.dtype:
+        raise AssertionError(
+            f"wrong result for {what}: expected a {w.dtype} tensor, got {got.dtype} {tuple(got.shape)}: keep the "
+            "dtype of w"
         )
     return got
 
@@ -482,24 +507,30 @@ def check_mean_pool_kv(mean_pool_kv: Callable[[Tensor, int, int], Tensor]) -> No
         )
 
     # The other forms the contract allows and the hidden tests use.
-    for shape, n_heads, n_kv, dtype, what in (
-        ((12,), 6, 2, torch.float64, "a bias of shape (12,), n_heads=6, n_kv_heads=2"),
-        ((8,), 4, 1, torch.float64, "a bias of shape (8,) pooled to a single K/V head (n_kv_heads=1)"),
-        ((6, 8), 4, 4, torch.float64, "n_kv_heads = n_heads = 4 (nothing to pool: w comes back unchanged)"),
-        ((6, 8), 4, 1, torch.float64, "multi-query, w (6, 8), n_heads=4, n_kv_heads=1"),
-        ((8, 8), 4, 2, torch.float32, "a square float32 w (8, 8), n_heads=4, n_kv_heads=2"),
-        ((3, 6), 6, 3, torch.float64, "heads of width 1, w (3, 6), n_heads=6, n_kv_heads=3"),
-        ((1, 12), 4, 2, torch.float64, "a single row, w (1, 12), n_heads=4, n_kv_heads=2"),
-    ):
-        w = fixed_randn(*shape, seed=86).to(dtype)
-        got = _run_pool(mean_pool_kv, what, w, n_heads, n_kv)
-        want = _pooled(w, n_heads, n_kv)
-        if tuple(got.shape) != tuple(want.shape) or got.dtype != dtype or not close_to(got, want):
-            raise AssertionError(
-                f"wrong result for {what}: expected a {dtype} tensor of shape {tuple(want.shape)} "
-                f"(got {got.dtype} {tuple(got.shape)}). A bias is 1-D: (n_heads·d_head,) → (n_kv_heads·d_head,); "
-                "take d_head from the last axis, w.shape[-1] // n_heads, and keep every other axis as it is"
-            )
+    table = [
+        FormInput(what, (fixed_randn(*shape, seed=86).to(dtype), n_heads, n_kv))
+        for shape, n_heads, n_kv, dtype, what in (
+            ((12,), 6, 2, torch.float64, "a bias of shape (12,), n_heads=6, n_kv_heads=2"),
+            ((8,), 4, 1, torch.float64, "a bias of shape (8,) pooled to a single K/V head (n_kv_heads=1)"),
+            ((6, 8), 4, 4, torch.float64, "n_kv_heads = n_heads = 4 (nothing to pool: w comes back unchanged)"),
+            ((6, 8), 4, 1, torch.float64, "multi-query, w (6, 8), n_heads=4, n_kv_heads=1"),
+            ((8, 8), 4, 2, torch.float32, "a square float32 w (8, 8), n_heads=4, n_kv_heads=2"),
+            ((3, 6), 6, 3, torch.float64, "heads of width 1, w (3, 6), n_heads=6, n_kv_heads=3"),
+            ((1, 12), 4, 2, torch.float64, "a single row, w (1, 12), n_heads=4, n_kv_heads=2"),
+        )
+    ]
+    every_axis = (
+        "A bias is 1-D: (n_heads·d_head,) → (n_kv_heads·d_head,); take d_head from the last axis, "
+        "w.shape[-1] // n_heads, and keep every other axis as it is"
+    )
+    check_forms(
+        mean_pool_kv,
+        table,
+        _pooled,
+        run=lambda fn, form: _run_pool(fn, form.what, *form.args),
+        shape_message="wrong result for {what}: expected a tensor of shape {want}, got {got}. " + every_axis,
+        wrong_message="wrong result for {what} (off by up to {diff:.3g}): " + every_axis,
+    )
 
     for shape, n_heads, n_kv, why in (
         ((5, 12), 6, 4, "n_kv_heads=4 does not divide n_heads=6"),

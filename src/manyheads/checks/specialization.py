@@ -122,26 +122,29 @@ def check_offset_attention(offset_attention: Callable[[Tensor, int], Tensor]) ->
 
     # The other forms the spec allows and the hidden tests use: more queries than keys, no leading axes, offset 0.
     tall = torch.softmax(fixed_randn(2, 5, 4, seed=45), dim=-1)  # seq_q 5 > seq_k 4
-    for w, offset, what in (
-        (tall, -3, "weights (2, 5, 4): more queries than keys, offset −3"),
-        (tall, 2, "weights (2, 5, 4): more queries than keys, offset +2"),
-        (torch.softmax(fixed_randn(4, 6, seed=46), dim=-1), 1, "2-D weights (4, 6) with no leading axes, offset +1"),
-        (torch.softmax(fixed_randn(2, 6, 9, seed=47), dim=-1), 0, "weights (2, 6, 9), offset 0 (the token itself)"),
-    ):
-        want = w.diagonal(offset=offset, dim1=-2, dim2=-1).mean(-1)
-        got = require_tensor("offset_attention's result", call_student(offset_attention, what, w, offset))
-        _shape(
-            "offset_attention",
-            got,
-            tuple(want.shape),
-            f"for {what} drop the last two axes and keep the others (none for 2-D weights: a 0-dimensional tensor)",
+    table = [
+        FormInput(what, (w, offset))
+        for w, offset, what in (
+            (tall, -3, "weights (2, 5, 4): more queries than keys, offset −3"),
+            (tall, 2, "weights (2, 5, 4): more queries than keys, offset +2"),
+            (
+                torch.softmax(fixed_randn(4, 6, seed=46), dim=-1),
+                1,
+                "2-D weights (4, 6) with no leading axes, offset +1",
+            ),
+            (torch.softmax(fixed_randn(2, 6, 9, seed=47), dim=-1), 0, "weights (2, 6, 9), offset 0 (the token itself)"),
         )
-        if torch.isnan(got).any() or not close_to(got, want):
-            raise AssertionError(
-                f"wrong result for {what}: expected {[round(float(v), 4) for v in want.reshape(-1)]}, got "
-                f"{got.reshape(-1).tolist()}. Average weights[..., i, i + offset] over every query i with "
-                "0 ≤ i < seq_q and 0 ≤ i + offset < seq_k (seq_q may be larger or smaller than seq_k; offset may be 0)"
-            )
+    ]
+    check_forms(
+        offset_attention,
+        table,
+        lambda weights, offset: weights.diagonal(offset=offset, dim1=-2, dim2=-1).mean(-1),
+        shape_message="{name} returned shape {got}, expected {want}: for {what} drop the last two axes and keep the "
+        "others (none for 2-D weights: a 0-dimensional tensor)",
+        wrong_message="wrong result for {what}: expected {want_values}, got {got_values}. Average weights[..., i, "
+        "i + offset] over every query i with 0 ≤ i < seq_q and 0 ≤ i + offset < seq_k (seq_q may be larger or "
+        "smaller than seq_k; offset may be 0)",
+    )
     report_passed("check_offset_attention")
 
 
@@ -168,21 +171,23 @@ def check_relation_accuracy(relation_accuracy: Callable[[Tensor, Any], Tensor]) 
     # themselves.
     weights = torch.softmax(fixed_randn(3, 2, 5, 5, seed=47) * 2, dim=-1) + 0.5 * torch.eye(5, dtype=torch.float64)
     four_arcs = [(0, 2), (1, 4), (3, 0), (4, 3)]
-    for arcs, dtype, what in (
-        (four_arcs, torch.float64, "weights (3, 2, 5, 5): three layers, four arcs"),
-        ([(2, 1)], torch.float64, "weights (3, 2, 5, 5) and a single arc"),
-        (four_arcs, torch.float32, "float32 weights (3, 2, 5, 5)"),
-    ):
-        want = _reference_relation_accuracy(weights, arcs)
-        got = require_tensor(
-            "relation_accuracy's result", call_student(relation_accuracy, what, weights.to(dtype), list(arcs))
+    table = [
+        FormInput(what, (weights.to(dtype), list(arcs)))
+        for arcs, dtype, what in (
+            (four_arcs, torch.float64, "weights (3, 2, 5, 5): three layers, four arcs"),
+            ([(2, 1)], torch.float64, "weights (3, 2, 5, 5) and a single arc"),
+            (four_arcs, torch.float32, "float32 weights (3, 2, 5, 5)"),
         )
-        _shape("relation_accuracy", got, (3, 2), f"one accuracy per (layer, head) for {what}")
-        if not close_to(got, want):
-            raise AssertionError(
-                f"wrong accuracies for {what}: expected {want.tolist()}, got {got.tolist()} (every word here attends "
-                "most to itself, so the argmax must skip the diagonal; every layer counts, not only the first)"
-            )
+    ]
+    check_forms(
+        relation_accuracy,
+        table,
+        _reference_relation_accuracy,
+        shape_message="{name} returned shape {got}, expected {want}: one accuracy per (layer, head) for {what}",
+        wrong_message="wrong accuracies for {what}: expected {want_values}, got {got_values} (in layer-major order; "
+        "every word here attends most to itself, so the argmax must skip the diagonal; every layer counts, not only "
+        "the first)",
+    )
     report_passed("check_relation_accuracy")
 
 

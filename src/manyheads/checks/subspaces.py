@@ -206,39 +206,32 @@ def check_principal_angles(principal_angles: Callable[[Tensor, Tensor], Tensor])
             "The columns of a and b are not orthonormal: orthonormalise them first (torch.linalg.qr), "
             "then take the SVD of Qaᵀ Qb"
         )
-    same = require_tensor(
-        "principal_angles' result", call_student(principal_angles, "a subspace and itself", a, a @ e[:2, :2].flip(0))
-    )
-    if not close_to(same, torch.zeros(2, dtype=torch.float64)):
-        raise AssertionError(f"a subspace and itself (in another basis) should give angles 0, 0, got {same.tolist()}")
-    wide = require_tensor(
-        "principal_angles' result", call_student(principal_angles, "a (4, 1) and b (4, 3)", e[:, 3:], e[:, :3])
-    )
-    if tuple(wide.shape) != (1,) or not close_to(wide, torch.tensor([math.pi / 2], dtype=torch.float64)):
-        raise AssertionError(f"span{{e3}} against span{{e0, e1, e2}} should give one angle, π/2; got {wide.tolist()}")
-
-    # The other forms the hidden tests use: the wider subspace first (p > q), the arguments in either order, float32.
+    # The other forms the hidden tests use: the same subspace in another basis, orthogonal subspaces, the wider
+    # subspace first (p > q), the arguments in either order, float32 (to 2e-3: its arccos is coarse near 0).
     plane, line = e[:, :3] @ fixed_randn(3, 3, seed=43), (0.6 * e[:, 0:1] + 0.8 * e[:, 3:4]) * 2.0
-    want = _reference_angles(line, plane)
-    for what, args in (
-        ("a (4, 3) and b (4, 1): the first subspace wider than the second", (plane, line)),
-        ("a (4, 1) and b (4, 3)", (line, plane)),
-    ):
-        got = require_tensor("principal_angles' result", call_student(principal_angles, what, *args))
-        if tuple(got.shape) != (1,) or not close_to(got, want):
-            raise AssertionError(
-                f"for {what} expected one angle, {float(want[0]):.4f} rad; got {got.tolist()}: there are "
-                "min(p, q) angles whichever argument is wider, and swapping a and b gives the same angles"
-            )
-    a32, b32 = a.float(), b.float()
-    got = require_tensor(
-        "principal_angles' result", call_student(principal_angles, "float32 a (4, 2) and b (4, 2)", a32, b32)
+    either_order = "there are min(p, q) angles whichever argument is wider, and swapping a and b gives the same angles"
+    table = [
+        FormInput("a subspace and itself (in another basis)", (a, a @ e[:2, :2].flip(0)), hint="angles 0, 0"),
+        FormInput(
+            "span{e3} against span{e0, e1, e2}, a (4, 1) and b (4, 3)", (e[:, 3:], e[:, :3]), hint="one angle, π/2"
+        ),
+        FormInput("a (4, 3) and b (4, 1): the first subspace wider than the second", (plane, line), hint=either_order),
+        FormInput("a (4, 1) and b (4, 3)", (line, plane), hint=either_order),
+    ]
+    message = "for {what} expected {want_values} rad, got {got_values}: {hint}"
+    check_forms(principal_angles, table, _reference_angles, shape_message=message, wrong_message=message)
+    float32 = FormInput(
+        "float32 a (4, 2) and b (4, 2)",
+        (a.float(), b.float()),
+        hint="float32 must work as well as float64 (do not mix in float64 tensors; clamp the cosines to [-1, 1] "
+        "before arccos)",
     )
-    want = _reference_angles(a, b)
-    if tuple(got.shape) != (2,) or torch.isnan(got).any() or max_abs_diff(got, want) > 2e-3:
-        raise AssertionError(
-            f"for float32 a (4, 2) and b (4, 2) expected {[round(float(x), 4) for x in want]}, got {got.tolist()}: "
-            "float32 must work as well as float64 (do not mix in float64 tensors; clamp the cosines to [-1, 1] before "
-            "arccos)"
-        )
+    check_forms(
+        principal_angles,
+        [float32],
+        _reference_angles,
+        compare=lambda got, want: max_abs_diff(got, want) <= 2e-3,
+        shape_message=message,
+        wrong_message=message,
+    )
     report_passed("check_principal_angles")
