@@ -178,7 +178,7 @@
   }
 
   function label(t) {
-    return String(Math.round(t * 1000) / 1000).replace("-", "\u2212");
+    return String(Math.round(t * 1e6) / 1e6).replace("-", "\u2212"); // 0.0025 stays 0.0025
   }
 
   // One panel in the rectangle (x, y, w, h) of the figure: frame, ticks, labels, title, then the marks.
@@ -279,7 +279,7 @@
     var font = 12, charW = 6.6, lines = String(panel.title || "").split("\n");
     var below = (rotate ? longest(xt) * charW * Math.sin((rotate * Math.PI) / 180) : font) + 10 + (panel.xlabel ? 20 : 0);
     var left = x + 8 + (panel.ylabel ? 20 : 0) + longest(yt) * charW, top = y + 12 + 18 * lines.length;
-    var barSpace = 64 + (panel.colorbar ? 18 : 0);
+    var barSpace = 64 + (panel.colorbar ? 30 : 0);
     var width = x + w - barSpace - left, height = y + h - below - top;
     var cell = Math.max(1, Math.min(width / cols, height / rows));
     left += (width - cell * cols) / 2; // centred in its place, square cells as imshow's equal aspect
@@ -335,13 +335,14 @@
       node(gradient, "stop", { offset: k / (stops.length - 1), "stop-color": colour });
     });
     node(svg, "rect", { x: bx, y: top, width: 12, height: height, fill: "url(#" + id + ")", stroke: "#000" });
-    ticks(vmin, vmax).forEach(function (t) {
+    var barTicks = ticks(vmin, vmax);
+    barTicks.forEach(function (t) {
       var ty = top + height * (1 - (t - vmin) / spread);
       node(svg, "line", { x1: bx + 12, x2: bx + 15, y1: ty, y2: ty, stroke: "#000" });
       node(svg, "text", { x: bx + 17, y: ty + 4, "font-size": font }, label(t));
     });
-    if (panel.colorbar) {
-      var cy2 = top + height / 2, cx2 = bx + 58;
+    if (panel.colorbar) { // beyond the longest tick label
+      var cy2 = top + height / 2, cx2 = Math.min(x + w - 6, bx + 30 + longest(barTicks.map(label)) * charW);
       node(svg, "text", { x: cx2, y: cy2, "text-anchor": "middle", "font-size": 13,
         transform: "rotate(-90 " + cx2 + " " + cy2 + ")" }, panel.colorbar);
     }
