@@ -159,6 +159,10 @@ def _values(t: Any) -> Any:
     return [round(float(v), 4) for v in t.detach().double().reshape(-1)]
 
 
+def _same(got: Any, want: Any) -> bool:
+    return close_to(got, want) if isinstance(want, Tensor) else type(got) is type(want) and got == want
+
+
 def _difference(got: Any, want: Any) -> float:
     if isinstance(got, Tensor) and isinstance(want, Tensor):
         return max_abs_diff(got, want)
@@ -179,7 +183,7 @@ def check_forms(
     *,
     returns: Sequence[str] = ("result",),
     run: Callable[[Callable[..., Any], FormInput], Any] | None = None,
-    compare: Callable[[Any, Any], bool] = close_to,
+    compare: Callable[[Any, Any], bool] | None = None,
     shape_message: str = SHAPE_MESSAGE,
     wrong_message: str = WRONG_MESSAGE,
 ) -> None:
@@ -189,12 +193,14 @@ def check_forms(
 
     ``returns`` names the tensors ``fn`` returns (one, or a tuple such as ``("output", "weights")``); ``run`` calls
     ``fn`` on a form and returns them, where a check needs more (inputs that must not change, say). ``compare`` says
-    whether a returned value matches the reference's: :func:`close_to` unless the check needs exact numbers (values
-    that are only moved), another tolerance, or ``==`` (integers). For one returned value, ``shape_message`` and
-    ``wrong_message`` word the failures with the fields ``name``, ``what``, ``hint``, ``got`` and ``want`` (the shapes
-    of tensors, the values of anything else), ``diff`` (the largest difference), ``got_values`` and ``want_values``.
+    whether a returned value matches the reference's: by default :func:`close_to` for tensors and ``==`` of the same
+    type for anything else (integers); a check passes another where it needs exact numbers (values only moved) or
+    another tolerance. For one returned value, ``shape_message`` and ``wrong_message`` word the failures with the
+    fields ``name``, ``what``, ``hint``, ``got`` and ``want`` (the shapes of tensors, the values of anything else),
+    ``diff`` (the largest difference), ``got_values`` and ``want_values``.
     """
     name = fn.__name__
+    same = compare if compare is not None else _same
     for form in forms:
         try:
             want = reference(*as_float64(form.args), **{k: as_float64(v) for k, v in form.kwargs.items()})
@@ -217,7 +223,7 @@ def check_forms(
             }
             if tensors and fields["got"] != fields["want"]:
                 raise AssertionError(shape_message.format(**fields, hint=form.hint_for(g)))
-            if not compare(g, w):
+            if not same(g, w):
                 raise AssertionError(wrong_message.format(**fields, hint=form.hint_for(g), diff=_difference(g, w)))
             continue
         shapes = [(tuple(g.shape), tuple(w.shape)) for g, w in zip(got, want)]
@@ -228,7 +234,7 @@ def check_forms(
                 f"{form.hint_for(got)}"
             )
         # the last returned tensor first: of (output, weights), the weights say most about the bug
-        off = [(n, max_abs_diff(g, w)) for n, g, w in reversed(list(zip(returns, got, want))) if not compare(g, w)]
+        off = [(n, max_abs_diff(g, w)) for n, g, w in reversed(list(zip(returns, got, want))) if not same(g, w)]
         if off:
             diffs = ", ".join(f"{n} off by up to {d:.3g}" for n, d in off)
             raise AssertionError(f"wrong result for {form.what} ({diffs}). {form.hint_for(got)}")

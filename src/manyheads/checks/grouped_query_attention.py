@@ -116,7 +116,6 @@ def check_kv_cache_bytes(kv_cache_bytes: Callable[..., int]) -> None:
             form.what,
             float_hint,
         ),
-        compare=int.__eq__,
         wrong_message="{what} returned {got:,}, expected {want:,}: {hint}",
     )
     report_passed("check_kv_cache_bytes")

@@ -115,7 +115,6 @@ def check_head_dim(head_dim: Callable[[int, int], int]) -> None:
         table,
         _reference_head_dim,
         run=lambda fn, form: require_int(call_student(fn, form.what, *form.args), form.what, float_hint),
-        compare=int.__eq__,
         wrong_message="{what} returned {got}, expected {want}",
     )
     report_passed("check_head_dim")
@@ -244,7 +243,6 @@ def check_mha_param_count(mha_param_count: Callable[..., int]) -> None:
         run=lambda fn, form: _as_int(
             "mha_param_count's result", call_student(fn, form.what, *form.args, **form.kwargs)
         ),
-        compare=int.__eq__,
         wrong_message="mha_param_count{what} returned {got}, expected {want}: {hint}",
     )
     report_passed("check_mha_param_count")

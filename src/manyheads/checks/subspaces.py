@@ -219,7 +219,8 @@ def check_principal_angles(principal_angles: Callable[[Tensor, Tensor], Tensor])
         FormInput("a (4, 1) and b (4, 3)", (line, plane), hint=either_order),
     ]
     message = "for {what} expected {want_values} rad, got {got_values}: {hint}"
-    check_forms(principal_angles, table, _reference_angles, shape_message=message, wrong_message=message)
+    shapes = "for {what} expected {want_values} rad, of shape {want}; got shape {got}: {hint}"
+    check_forms(principal_angles, table, _reference_angles, shape_message=shapes, wrong_message=message)
     float32 = FormInput(
         "float32 a (4, 2) and b (4, 2)",
         (a.float(), b.float()),
@@ -231,7 +232,7 @@ def check_principal_angles(principal_angles: Callable[[Tensor, Tensor], Tensor])
         [float32],
         _reference_angles,
         compare=lambda got, want: max_abs_diff(got, want) <= 2e-3,
-        shape_message=message,
+        shape_message=shapes,
         wrong_message=message,
     )
     report_passed("check_principal_angles")
