@@ -133,3 +133,40 @@ def test_chapter_6s_head_picker_reads_layers_and_heads_past_a_model_s_last_as_it
     assert state == head_explorers.picked_head_state(views, {"MiniLM": metrics}, "MiniLM", 5, 11)
     assert state["panels"][0]["title"].startswith("MiniLM: layer 5, head 11\n")
     assert state["panels"][0]["xticks"][0] == "[CLS]"
+
+
+def test_chapter_6s_training_explorer_stores_one_state_per_snapshot():
+    from dataclasses import replace
+
+    run = mh.train_induction_model(
+        seed=99, config=replace(mh.INDUCTION_RECIPE, steps=100), snapshot_every=50, progress=False
+    )
+    view = head_explorers.induction_checkpoint_explorer(run, snapshot_every=50, probe_half=4)
+    data = stored(view, 1)
+    assert data["grids"] == {"step": [0, 50, 100]} and data["initial"] == "2"
+    state = head_explorers.induction_checkpoint_state(**data["fixed"], step=50)
+    assert data["states"]["1"] == json.loads(json.dumps(state))
+    before, induction, curves = state["panels"]
+    assert before["shape"] == induction["shape"] == [9, 9] and before["xticks"][0] == "BOS"
+    assert curves["vline"] == 50 and curves["title"] == "seed 99, step 50" and curves["span"] == 2
+    assert data["states"]["0"]["panels"][1]["values"] != data["states"]["2"]["panels"][1]["values"]
+
+
+@pytest.fixture(scope="module")
+def smollm2():
+    return mh.load_decoder(device="cpu")
+
+
+def test_the_interlude_s_explorer_titles_each_layer_and_query_head_with_its_key_value_head(smollm2):
+    text = "The cat sat on the mat."
+    view = head_explorers.decoder_head_explorer(*smollm2, text, layer=15, head=3)
+    data = stored(view, 2)
+    assert data["fixed"] == {"text": text} and len(data["grids"]["layer"]) == 30 and len(data["states"]) == 270
+    titles = {key: state["panels"][0]["title"] for key, state in data["states"].items()}
+    assert (
+        titles["3,4"] == "layer 3, query head 4 (K/V head 1)" and titles["4,8"] == "layer 4, query head 8 (K/V head 2)"
+    )
+    # nearly every head its own map (a few heads that only look at the first token coincide in uint8)
+    assert len({state["panels"][0]["values"] for state in data["states"].values()}) > 250
+    head_explorers._decoder_attention.cache_clear()
+    assert head_explorers.decoder_head_state(text, 3, 4) == data["states"]["3,4"]
