@@ -291,7 +291,9 @@ def _encoder_text_attention(text: str) -> tuple[torch.Tensor, list[str]]:
     return attns[0], tokens[0]
 
 
-def picked_head_state(views: Mapping[str, Mapping], metrics: Mapping[str, Mapping], model: str, layer: int, head: int):
+def picked_head_state(
+    views: Mapping[str, Mapping], metrics: Mapping[str, Mapping], model: str, layer: int, head: int
+) -> dict:
     """What chapter 6's head picker shows: the attention of head (``layer``, ``head``) of the view ``model`` names,
     and in the title that head's metrics over the chapter's sample. ``views[model]``: ``{"model": "encoder", "text":
     ...}`` (MiniLM on a text, its word pieces as labels) or ``{"model": "decoder", "ids": [...]}`` (SmolLM2 on token
