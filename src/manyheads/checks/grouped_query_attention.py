@@ -448,7 +448,10 @@ def check_grouped_query_attention(grouped_query_attention: Callable[..., tuple[T
 
 
 def _pooled(w: Tensor, n_heads: int, n_kv_heads: int, how: str = "mean") -> Tensor:
-    """Consecutive groups averaged (the contract), or the classic mistakes: strided groups, sums, the first head."""
+    """Consecutive groups averaged (the contract; ValueError unless n_kv_heads divides n_heads), or the classic
+    mistakes: strided groups, sums, the first head."""
+    if n_heads % n_kv_heads:
+        raise ValueError(f"n_kv_heads={n_kv_heads} does not divide n_heads={n_heads}")
     *lead, width = w.shape
     d_head, group = width // n_heads, n_heads // n_kv_heads
     if how == "strided":
@@ -518,6 +521,16 @@ def check_mean_pool_kv(mean_pool_kv: Callable[[Tensor, int, int], Tensor]) -> No
             ((1, 12), 4, 2, torch.float64, "a single row, w (1, 12), n_heads=4, n_kv_heads=2"),
         )
     ]
+    table += [
+        FormInput(
+            f"w {shape}, n_heads={n_heads}, n_kv_heads={n_kv}", (fixed_randn(*shape, seed=87), n_heads, n_kv), {}, why
+        )
+        for shape, n_heads, n_kv, why in (
+            ((5, 12), 6, 4, "n_kv_heads=4 does not divide n_heads=6"),
+            ((4, 8), 4, 3, "n_kv_heads=3 does not divide n_heads=4"),
+            ((8,), 4, 8, "n_kv_heads=8 is more than n_heads=4"),
+        )
+    ]
     every_axis = (
         "A bias is 1-D: (n_heads·d_head,) → (n_kv_heads·d_head,); take d_head from the last axis, "
         "w.shape[-1] // n_heads, and keep every other axis as it is"
@@ -531,17 +544,4 @@ def check_mean_pool_kv(mean_pool_kv: Callable[[Tensor, int, int], Tensor]) -> No
         wrong_message="wrong result for {what} (off by up to {diff:.3g}): " + every_axis,
     )
 
-    for shape, n_heads, n_kv, why in (
-        ((5, 12), 6, 4, "n_kv_heads=4 does not divide n_heads=6"),
-        ((4, 8), 4, 3, "n_kv_heads=3 does not divide n_heads=4"),
-        ((8,), 4, 8, "n_kv_heads=8 is more than n_heads=4"),
-    ):
-        expect_value_error(
-            mean_pool_kv,
-            f"w {shape}, n_heads={n_heads}, n_kv_heads={n_kv}",
-            why,
-            fixed_randn(*shape, seed=87),
-            n_heads,
-            n_kv,
-        )
     report_passed("check_mean_pool_kv")
