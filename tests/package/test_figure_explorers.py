@@ -1,5 +1,5 @@
 """manyheads.viz.explorers.figure_explorer: a figure explorer under a kernel whose states on its controls' grids are
-saved with it for the book's pages (the page script is tested in tests/book/test_figure_explorer_pages.py)."""
+saved with it for the book's pages (the page script is tested in tests/book/test_explorer_pages.py)."""
 
 from __future__ import annotations
 

@@ -289,7 +289,7 @@ def test_pruning_explorer_precomputes_each_mask_once_and_redraws_on_a_slider_cha
 
     fractions = (0.0, 0.25, 0.5)
     view = course_widgets.pruning_explorer(importances, evaluate, fractions=fractions, metric="ρ", progress=False)
-    method, fraction, image, _words, message = view.children
+    method, fraction, _states, image, _words, message = view.children
     assert isinstance(method, widgets.Dropdown) and isinstance(fraction, widgets.SelectionSlider)
     assert isinstance(image, widgets.Image) and message.value == ""
     assert list(method.options) == ["gradient", "leave-one-out"] and fraction.value == 0.0
@@ -315,7 +315,7 @@ def test_pruning_explorer_starts_where_asked_and_holds_no_output_widget():
     view = course_widgets.pruning_explorer(
         _fake_importances(), lambda keep: 1.0, fractions=(0.5, 0.0), method="leave-one-out", fraction=0.5
     )
-    method, fraction, image, _, _ = view.children
+    method, fraction, _states, image, _, _ = view.children
     assert (method.value, fraction.value) == ("leave-one-out", 0.5)
     assert [value for _, value in fraction.options] == [0.0, 0.5]  # sorted
     assert all(not isinstance(w, widgets.Output) for w in view.children)

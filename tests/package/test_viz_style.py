@@ -124,17 +124,14 @@ def test_head_heatmaps_wraps_to_two_panels_per_row_each_with_a_colour_bar(n_head
 
 
 def test_the_pruning_explorer_s_legend_sits_outside_the_curves():
-    import torch
+    from manyheads.viz.explorers import panels_figure
+    from manyheads.viz.widgets import pruning_state
 
-    from manyheads.viz.widgets import _pruning_figure
-
-    importances = {"gradient": torch.rand(2, 3), "random": torch.rand(2, 3)}
-    keep = torch.ones(2, 3, dtype=torch.bool)
-    masks = {m: {0.0: keep, 0.5: keep} for m in importances}
-    scores = {m: {0.0: 1.0, 0.5: 0.5} for m in importances}
-    fig = _pruning_figure(importances, masks, scores, "gradient", 0.5, "score")
+    importances = {"gradient": [[0.1, 0.5, 0.3], [0.9, 0.2, 0.7]], "random": [[0.4, 0.8, 0.6], [0.1, 0.3, 0.2]]}
+    scores = {"gradient": [1.0, 0.5], "random": [1.0, 0.4]}
+    fig = panels_figure(pruning_state(importances, scores, [0.0, 0.5], "score", "gradient", 0.5))
     fig.canvas.draw()
-    right = fig.axes[1]
+    right = fig.axes[-1] if fig.axes[-1].get_legend() else next(a for a in fig.axes if a.get_legend())
     legend = right.get_legend().get_window_extent()
     assert not legend.overlaps(right.get_window_extent())
     plt.close(fig)
