@@ -113,12 +113,23 @@ def manyheads_grade(subs: Path, out: Path, jobs: int, uid: int | None = None) ->
         raise SystemExit(f"manyheads grade failed:\n{done.stdout}{done.stderr[-3000:]}")
     text = (out / "report.md").read_text()
     preflight = re.search(r"preflight passed in (\d+(?:\.\d+)?) s", text)
+    phases = re.search(
+        r"nbgrader autograde ([\d.]+) s, of which ([\d.]+) forked kernel\(s\) lived ([\d.]+) s \(their set-up "
+        r"before ipykernel ([\d.]+) s\) and the template cleaned up after them for ([\d.]+) s",
+        text,
+    )
     return {
         "seconds": seconds,
         "load_before": load,
         "load_after": _load(),
         "forked": int(re.search(r"(\d+) kernel\(s\) forked", text).group(1)),
         "preflight_s": float(preflight.group(1)) if preflight else None,
+        # where the jobs' time went, summed over the jobs (report.md's line; the preflight's two notebooks included)
+        "phases": dict(
+            zip(("nbgrader_s", "kernels", "kernel_life_s", "kernel_setup_s", "cleanup_s"), map(float, phases.groups()))
+        )
+        if phases
+        else None,
         "rows": grades.read_csv(out / "grades.csv"),
     }
 
@@ -232,7 +243,13 @@ def looping_only(n: int) -> None:
         "grading-looping",
         ["class", "seconds", "load_before", "load_after"],
         [
-            {"class": name, "seconds": r["seconds"], "load_before": r["load_before"], "load_after": r["load_after"]}
+            {
+                "class": name,
+                "seconds": r["seconds"],
+                "load_before": r["load_before"],
+                "load_after": r["load_after"],
+                "phases": r["phases"],
+            }
             for name, r in runs
         ],
         meta,
@@ -333,6 +350,7 @@ def main() -> None:
                 "speedup": t_base / run["seconds"],
                 "load_before": run["load_before"],
                 "load_after": run["load_after"],
+                "phases": run["phases"],
             }
         )
     added = runs["looping"]["seconds"] - runs[first]["seconds"]

@@ -11,7 +11,7 @@ import nbformat
 import pytest
 from helpers import grading_corpus as corpus
 
-from manyheads_grader import budget, report, sandbox
+from manyheads_grader import budget, report, runner, sandbox
 
 LOOPS = "def softmax(scores):\n    while True:\n        pass"
 
@@ -34,6 +34,18 @@ def test_budgeted_execute_replaces_nbgrader_s_execute_and_nothing_else(tmp_path)
 def test_the_message_names_the_limit():
     assert budget.timeout_message(60) == "this cell ran longer than 60 s (an infinite loop?) and was stopped"
     assert "the others get 5 s each" in budget.timeout_message(5, after_first=True)
+
+
+@pytest.mark.parametrize(
+    ("n", "jobs", "size"),
+    [(60, 2, 10), (100, 2, 10), (65, 2, 9), (4, 2, 2), (3, 2, 2), (2, 2, 1), (1, 1, 1), (5, 4, 2), (1000, 40, 9)],
+)
+def test_a_class_is_cut_into_small_equal_chunks_of_two_or_more(n, jobs, size):
+    """Chunks of at most 10 from a shared queue: a job held up by a looping notebook leaves the rest of the class to
+    the others (a fixed half of it would wait for it); every job a chunk, of two or more where the class allows."""
+    assert runner.chunk_size(n, jobs) == size
+    chunks = -(-n // size)
+    assert size <= runner.CHUNK_MAX and chunks >= min(jobs, n // 2)
 
 
 @pytest.mark.slow

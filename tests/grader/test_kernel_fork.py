@@ -112,3 +112,18 @@ def test_without_a_template_the_client_starts_the_kernel_in_a_sandbox_of_its_own
     printed = "".join(m["content"].get("text", "") for m in seen if m["msg_type"] == "stream")
     assert printed.strip() == str(sandbox.worker_uid(7))
     assert list(scratch.glob("kernel-*")), "the plain launcher made its scratch folder (so it, not a template, ran)"
+
+
+def test_the_report_says_where_the_jobs_time_went(graded_one_after_another):
+    """report.md's phase line (Worker.phase_times, from the template's timing lines): the kernels' set-up fits in
+    their lives, which fit in nbgrader's time; the preflight's two kernels are counted too."""
+    report_md = (graded_one_after_another["out"] / "report.md").read_text()
+    found = re.search(
+        r"nbgrader autograde ([\d.]+) s, of which (\d+) forked kernel\(s\) lived ([\d.]+) s \(their set-up "
+        r"before ipykernel ([\d.]+) s\) and the template cleaned up after them for ([\d.]+) s",
+        report_md,
+    )
+    assert found, report_md
+    nbgrader_s, kernels, life, setup, cleanup = map(float, found.groups())
+    assert kernels >= 3
+    assert 0 < setup < life < nbgrader_s and cleanup >= 0

@@ -72,6 +72,7 @@ SANDBOX_ENV = {
 }
 TMPFS_BYTES = 256 * 1024 * 1024  # each of the child's /tmp and /home/student
 SERVED = "[manyheads template] kernel"  # starts the template's log line for each kernel it forks
+TIMING = "[manyheads template] timing:"  # starts its log lines of phase times (worker.phase_times reads them)
 
 _CLONE_NEWNS, _CLONE_NEWUTS, _CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
 _CLONE_NEWUSER, _CLONE_NEWPID = 0x10000000, 0x20000000
@@ -306,6 +307,7 @@ def _user_namespace_kernel(libc, limits: dict, connection: str) -> str:
 
 def _become_kernel(settings: _Settings, request: dict) -> None:
     """In the forked child: isolate, limit and drop privileges (sandbox), then run ipykernel. Never returns."""
+    forked = time.perf_counter()
     limits = json.loads(settings.limits)
     connection = request["connection"]
     for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGPIPE):
@@ -350,6 +352,7 @@ def _become_kernel(settings: _Settings, request: dict) -> None:
     # Only the kernel's own settings that nbclient passes (e.g. an in-memory history), as its stock kernel gets them.
     extra = [a for a in request.get("extra", []) if isinstance(a, str) and a.startswith("--") and "=" in a]
     sys.argv = [sys.executable, "-f", connection, *extra]
+    print(f"{TIMING} set-up {time.perf_counter() - forked:.4f}", file=sys.stderr, flush=True)
     try:
         kernelapp.launch_new_instance(argv=["-f", connection, *extra])
     finally:
@@ -432,6 +435,7 @@ def _serve_one(settings: _Settings, conn: socket.socket, keep: set[int], left: d
         before = _entries(runtime)
     elif settings.sandboxed:
         _clean_runtime(runtime, settings.uid)
+    forked = time.perf_counter()
     pid = os.fork()
     if pid == 0:
         try:
@@ -453,6 +457,7 @@ def _serve_one(settings: _Settings, conn: socket.socket, keep: set[int], left: d
             os.kill(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
             status = -9
+    ended = time.perf_counter()
     try:  # whatever the kernel started and left running: its process group, and in the sandbox everything else
         os.killpg(pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
@@ -461,6 +466,7 @@ def _serve_one(settings: _Settings, conn: socket.socket, keep: set[int], left: d
         _kill_leftovers(keep)
     if settings.sandboxed and settings.userns:  # every process of the kernel is gone: what it made stays put now
         left[str(runtime)] = _entries(runtime) - before
+    print(f"{TIMING} life {ended - forked:.4f} clean-up {time.perf_counter() - ended:.4f}", file=sys.stderr, flush=True)
     try:
         conn.sendall(json.dumps({"exit": status if status >= 0 else 128 - status}).encode() + b"\n")
     except OSError:

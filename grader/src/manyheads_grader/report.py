@@ -224,6 +224,19 @@ def _code(text: str) -> str:
     return f"{fence}{pad}{text}{pad}{fence}"
 
 
+def phase_line(phases: dict) -> str:
+    """Where the jobs' time went (runner's facts["phases"], Worker.phase_times), in one sentence."""
+    text = "The jobs' time, summed over the jobs (the preflight included): "
+    text += f"nbgrader autograde {phases['nbgrader']:.1f} s"
+    if phases.get("kernels"):
+        text += (
+            f", of which {phases['kernels']:g} forked kernel(s) lived {phases['kernel_life']:.1f} s (their set-up "
+            f"before ipykernel {phases['kernel_setup']:.1f} s) and the template cleaned up after them for "
+            f"{phases['cleanup']:.1f} s; the rest is nbgrader's own work"
+        )
+    return text + "."
+
+
 def write_report(path: Path, rows, facts: dict) -> None:
     rows = sorted(rows, key=lambda r: r.student_id)
     s = summary(rows, facts)
@@ -245,6 +258,7 @@ def write_report(path: Path, rows, facts: dict) -> None:
         + ", "
         f"{facts['db']} gradebook, in {facts['seconds']:.0f} s.",
         "",
+        *([phase_line(facts["phases"]), ""] if (facts.get("phases") or {}).get("nbgrader") else []),
         *([f"Preflight: {facts['preflight']}.", ""] if facts.get("preflight") else []),
         "## Parts",
         "",

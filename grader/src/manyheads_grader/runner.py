@@ -60,6 +60,15 @@ __all__ = [
 ]
 
 CONFIG_FILE = CourseLayout.CONFIG_FILE
+CHUNK_MAX = 10  # notebooks per nbgrader process at most (runner.chunk_size)
+
+
+def chunk_size(n: int, jobs: int) -> int:
+    """Notebooks per chunk for ``n`` notebooks on ``jobs`` jobs: equal chunks of at most :data:`CHUNK_MAX`, at least
+    ``jobs`` of them (every job has one), and of two or more where the class allows (a template pays off)."""
+    per_job = -(-n // max(1, jobs))
+    chunks = max(1, jobs) * -(-per_job // CHUNK_MAX)
+    return max(1, min(-(-n // chunks), per_job), min(2, per_job))
 
 
 def find_course(assignment: str, course: Path | None = None) -> Path:
@@ -179,15 +188,15 @@ def _grade(
             if not checked.ok:
                 raise preflight.PreflightError(checked.message(assignment))
             return [], {"assignment": assignment, "preflight": checked.summary(), "seconds": time.monotonic() - started}
-    # One nbgrader process per chunk: its start-up costs seconds, so chunks are large (one per job for a small
-    # class); a large class is cut into several chunks per job, taken from a queue so that the jobs stay balanced.
-    # Equal chunks of at most 40 (each costs an nbgrader start, and a chunk that fails is graded again one by one):
-    # 60 notebooks on 2 jobs are 2 chunks of 30, 100 are 4 of 25, not 40 + 40 + 20 (one job would grade 60).
+    # One nbgrader process per chunk, taken from a shared queue by whichever job is free. Chunks are small (at most
+    # CHUNK_MAX, equal in size): a job held up by a notebook that loops (60 s, then 5 s a cell) leaves the other jobs
+    # the rest of the queue instead of a fixed half of the class (issue 26, item 3), and each chunk of two or more
+    # still runs in the job's one template process (forked kernels). A chunk costs one nbgrader start (~3 s of CPU);
+    # 60 notebooks on 2 jobs are 6 chunks of 10, 100 are 10 of 10, 65 are 8 of 9 (the last of 2).
     tracker = progress.Progress(len(todo), quiet=opts.quiet)
     for worker in workers:
         worker.progress, worker.test_ids = tracker, set(test_ids)
-    per_job = -(-len(todo) // jobs)
-    chunk = opts.chunk or max(1, -(-len(todo) // (jobs * max(1, -(-per_job // 40)))))
+    chunk = opts.chunk or chunk_size(len(todo), jobs)
     tasks: queue.Queue = queue.Queue()
     for i in range(0, len(todo), chunk):
         tasks.put(todo[i : i + chunk])
@@ -217,6 +226,10 @@ def _grade(
         workers = cluster.grade_on_cluster(opts.scheduler, master, work, assignment, db, opts, tasks, where)
     forked = sum(w.kernels_from_template() for w in workers) - (checked.forked if checked else 0)
     not_forked = next((why for w in workers if (why := w.why_not_forked())), "")
+    phases: dict[str, float] = {}
+    for worker in workers:
+        for key, value in worker.phase_times().items():
+            phases[key] = phases.get(key, 0) + value
     for worker in workers:
         worker.close()
     if errors:
@@ -287,6 +300,7 @@ def _grade(
         "sandbox": opts.sandbox,
         "forked_kernels": forked,  # kernels forked from a template process (the rest started Python each)
         "not_forked": not_forked,  # why not, in one line, when a worker's template failed
+        "phases": phases,  # where the jobs' time went, summed over the jobs (Worker.phase_times)
         "preflight": checked.summary() if checked else "not run" + (" (graded on a cluster)" if opts.scheduler else ""),
         "seconds": time.monotonic() - started,
         "test_ids": test_ids,

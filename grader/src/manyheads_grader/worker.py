@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import nbformat
@@ -69,6 +70,7 @@ class Worker:
         self.template: subprocess.Popen | None = None
         self.template_waited = False
         self.template_failure = ""
+        self.nbgrader_seconds = 0.0  # wall time of this worker's autograde runs (phase_times)
 
     def launch_template(self) -> None:
         """Start this worker's template process without waiting for it (its imports take seconds): the runner
@@ -116,6 +118,31 @@ class Worker:
         text = log.read_text(encoding="utf-8", errors="replace")
         return sum(line.startswith(kernel_fork.SERVED) for line in text.splitlines())
 
+    def phase_times(self) -> dict[str, float]:
+        """Where this worker's grading time went (seconds, summed; the preflight's chunk included): ``nbgrader``, its
+        autograde runs from start to end; of that, from its template's log, ``kernel_life`` (fork to exit: the
+        kernel's set-up, ipykernel's start, the notebook's cells, the shut-down), ``kernel_setup`` (fork until
+        ipykernel starts: namespaces, mounts, limits) and ``cleanup`` (killing what a kernel left, after it);
+        ``kernels`` counts the lives. The rest of ``nbgrader`` is nbgrader's own work (its start, per notebook the
+        reading, the gradebook, writing) and the template waiting for requests."""
+        times = dict.fromkeys(("kernel_life", "kernel_setup", "cleanup", "kernels"), 0.0)
+        times["nbgrader"] = getattr(self, "nbgrader_seconds", 0.0)  # a cluster's _Returned has none
+        log = self.root / "template.log"
+        text = log.read_text(encoding="utf-8", errors="replace") if log.is_file() else ""
+        for line in text.splitlines():
+            if not line.startswith(kernel_fork.TIMING):
+                continue
+            words = line[len(kernel_fork.TIMING) :].split()
+            for name, value in zip(words[::2], words[1::2]):
+                key = {"set-up": "kernel_setup", "life": "kernel_life", "clean-up": "cleanup"}.get(name)
+                if key:
+                    try:
+                        times[key] += float(value)
+                    except ValueError:
+                        continue
+                    times["kernels"] += key == "kernel_life"
+        return times
+
     def close(self) -> None:
         """Stop the template process and remove the runtime folder."""
         if self.template is not None and self.template.poll() is None:
@@ -135,6 +162,7 @@ class Worker:
             (target / f"{self.assignment}.ipynb").write_text(nbformat.writes(row.notebook), encoding="utf-8")
         per_notebook = self.opts.timeout * 8 + 120
         watch = progress.Watch(self.progress, rows, self.autograded, self.test_ids)
+        began = time.monotonic()
         status, log = nbgrader(
             self.root,
             "autograde",
@@ -147,11 +175,13 @@ class Worker:
             timeout=per_notebook * len(rows),
             watch=watch,
         )
+        self.nbgrader_seconds += time.monotonic() - began
         watch(final=True)
         self.log.append(log)
         missing = [r for r in rows if not self.autograded(r).is_file()]
         if len(rows) > 1 and missing:  # grade the ones that did not make it alone, so one cannot sink the rest
             for row in missing:
+                began = time.monotonic()
                 status, log = nbgrader(
                     self.root,
                     "autograde",
@@ -165,6 +195,7 @@ class Worker:
                     timeout=per_notebook,
                     watch=watch,
                 )
+                self.nbgrader_seconds += time.monotonic() - began
                 self.log.append(log)
                 watch(final=True)
                 if not self.autograded(row).is_file():
