@@ -37,11 +37,16 @@ def redirect_page(old: str, new: str) -> str:
 def _write_redirects(app, exception) -> None:
     if exception is not None or app.builder.format != "html":
         return
-    out = Path(app.outdir)
-    for old, new in app.config.manyheads_redirects.items():
+    write_redirects(Path(app.outdir), app.config.manyheads_redirects, app.env.found_docs)
+
+
+def write_redirects(out: Path, moved: dict[str, str], pages: set[str]) -> None:
+    """Write each redirect page into ``out``. ``pages``: the names Sphinx built from a source; an old name among them
+    is a real page. A file already at an old name is the redirect of the last build (``make book`` again), rewritten."""
+    for old, new in moved.items():
+        if old in pages:
+            raise RuntimeError(f"redirect {old} -> {new}: {old} is a real page; remove the redirect or the page")
         target = out / f"{old}.html"
-        if target.exists():
-            raise RuntimeError(f"redirect {old} -> {new}: {target} is a real page; remove the redirect or the page")
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(redirect_page(old, new), encoding="utf-8")
 

@@ -35,3 +35,16 @@ def test_every_redirect_leads_to_a_page_of_the_book_and_no_old_page_is_still_the
 
 def test_the_interlude_s_old_address_is_kept():
     assert _configured()["chapters/06_meet_a_decoder"] == "chapters/interlude_meet_a_decoder"
+
+
+def test_a_second_build_rewrites_its_redirects_and_a_real_page_still_stops_it(tmp_path):
+    """make book twice: the first build's redirect file is there, and it is not a real page (it once stopped the
+    second build)."""
+    import pytest
+
+    moved = {"chapters/old": "chapters/new"}
+    redirects.write_redirects(tmp_path, moved, {"chapters/new"})
+    redirects.write_redirects(tmp_path, moved, {"chapters/new"})
+    assert (tmp_path / "chapters/old.html").read_text(encoding="utf-8") == redirects.redirect_page(*moved.popitem())
+    with pytest.raises(RuntimeError, match="chapters/old is a real page"):
+        redirects.write_redirects(tmp_path, {"chapters/old": "chapters/new"}, {"chapters/old", "chapters/new"})

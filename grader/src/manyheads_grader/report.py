@@ -231,7 +231,7 @@ def phase_line(phases: dict) -> str:
     if phases.get("kernels"):
         text += (
             f", of which {phases['kernels']:g} forked kernel(s) lived {phases['kernel_life']:.1f} s (their set-up "
-            f"before ipykernel {phases['kernel_setup']:.1f} s) and the template cleaned up after them for "
+            f"before ipykernel {phases['kernel_setup']:.2f} s) and the template cleaned up after them for "
             f"{phases['cleanup']:.1f} s; the rest is nbgrader's own work"
         )
     return text + "."
