@@ -87,6 +87,7 @@ class _Returned(Worker):
 
     def __init__(self, root: Path, assignment: str, db: str, log: list[str], template_failure: str = ""):
         self.root, self.assignment, self.log, self.rt, self.template = root, assignment, log, None, None
+        self.session = None  # its nbgrader ran on the cluster's worker
         self.db = db if db.startswith("postgresql") else f"sqlite:///{root / 'gradebook.db'}"
         self.template_failure = template_failure  # as the cluster's worker saw it (Worker.why_not_forked reads it)
 

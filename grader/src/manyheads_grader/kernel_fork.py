@@ -422,6 +422,15 @@ def _clean_left_in_runtime(folder: Path, left: set[str], keep: str) -> None:
             pass
 
 
+def _exit_fd(pid: int) -> list[int]:
+    """A pidfd of the kernel (one item), which select() reports readable when it exits; none where the kernel has
+    no pidfd (Linux before 5.3): the loop then looks every 50 ms."""
+    try:
+        return [os.pidfd_open(pid)]
+    except (AttributeError, OSError):
+        return []
+
+
 def _serve_one(settings: _Settings, conn: socket.socket, keep: set[int], left: dict[str, set[str]]) -> None:
     reader = conn.makefile("r")
     try:
@@ -447,16 +456,19 @@ def _serve_one(settings: _Settings, conn: socket.socket, keep: set[int], left: d
     print(f"{SERVED} {pid}", file=sys.stderr, flush=True)  # the runner counts these (the report says how many)
     conn.sendall(json.dumps({"pid": pid}).encode() + b"\n")
     status = None
+    exited = _exit_fd(pid)  # readable when the kernel exits: its end is seen at once, not at the next look
     while status is None:
         done, code = os.waitpid(pid, os.WNOHANG)
         if done:
             status = os.waitstatus_to_exitcode(code)
             break
-        readable, _, _ = select.select([conn], [], [], 0.05)
-        if readable and not conn.recv(1, socket.MSG_PEEK):  # nbgrader dropped the kernel (the client died)
+        readable, _, _ = select.select([conn, *exited], [], [], 0.05)
+        if conn in readable and not conn.recv(1, socket.MSG_PEEK):  # nbgrader dropped the kernel (the client died)
             os.kill(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
             status = -9
+    for fd in exited:
+        os.close(fd)
     ended = time.perf_counter()
     try:  # whatever the kernel started and left running: its process group, and in the sandbox everything else
         os.killpg(pid, signal.SIGKILL)

@@ -23,7 +23,7 @@ def alembic_on_path():
         os.environ["PATH"] = before
 
 
-def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
+def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     """nbgrader runs ``alembic`` from PATH when it creates a gradebook: the venv's bin/ goes first."""
     env = {**os.environ, "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])}
     env.pop("JUPYTER_PATH", None)
@@ -34,7 +34,30 @@ def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
 # string format, which builds 39 parsers at import, about 2 s of CPU in every nbgrader process (7 per class) though no
 # notebook schema uses that format. Without the module jsonschema simply has no "iri" check.
 WITHOUT_IRI_PARSERS = "import sys; sys.modules['rfc3987_syntax'] = None"
-_NBGRADER = WITHOUT_IRI_PARSERS + "; sys.argv[0] = 'nbgrader'; from nbgrader.apps.nbgraderapp import main; main()"
+_NBGRADER = (
+    WITHOUT_IRI_PARSERS
+    + "; from manyheads_grader.nbgrader_command import alembic_head_in_process; alembic_head_in_process()"
+    + "; sys.argv[0] = 'nbgrader'; from nbgrader.apps.nbgraderapp import main; main()"
+)
+
+
+def alembic_head_in_process() -> None:
+    """nbgrader stamps a new gradebook with the schema's newest revision, which it learns by running ``alembic heads``
+    as a child process: a second Python start and alembic's imports, 2-3 s of the release on 2 cores. The same
+    revision is read here from the same migration scripts without a new process."""
+    import nbgrader.api
+
+    def head() -> str:
+        from alembic.config import Config
+        from alembic.script import ScriptDirectory
+
+        with nbgrader.api._temp_alembic_ini("sqlite:////tmp/gradebook.db") as ini:
+            heads = ScriptDirectory.from_config(Config(ini)).get_heads()
+        if len(heads) != 1:  # nbgrader's own code takes the first line of `alembic heads`; one head is all it ships
+            raise RuntimeError(f"nbgrader's migrations have {len(heads)} heads, expected one")
+        return heads[0]
+
+    nbgrader.api.get_alembic_version = head
 
 
 def skip_iri_parsers() -> None:
@@ -50,7 +73,7 @@ def nbgrader(
     cmd = [sys.executable, "-c", _NBGRADER, *args, f"--CourseDirectory.root={course}", f"--CourseDirectory.db_url={db}"]
     deadline = None if timeout is None else time.monotonic() + timeout
     with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as log:
-        proc = subprocess.Popen(cmd, cwd=course, env=_env(env), stdout=log, stderr=subprocess.STDOUT, text=True)
+        proc = subprocess.Popen(cmd, cwd=course, env=child_env(env), stdout=log, stderr=subprocess.STDOUT, text=True)
         while True:
             left = None if deadline is None else max(0.0, deadline - time.monotonic())
             try:

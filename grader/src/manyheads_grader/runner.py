@@ -71,6 +71,11 @@ def chunk_size(n: int, jobs: int) -> int:
     return max(1, min(-(-n // chunks), per_job), min(2, per_job))
 
 
+def _jobs(opts: Options) -> int:
+    """How many workers to prepare before the submissions are counted: ``--jobs``, one for ``--check``."""
+    return 1 if opts.check else max(1, opts.jobs)
+
+
 def find_course(assignment: str, course: Path | None = None) -> Path:
     """The course holding solutions/ASSIGNMENT: ``course``, else the current folder, else this checkout."""
     from manyheads.course.layout import REPO_ROOT, CourseLayout, CourseNotFound
@@ -159,6 +164,31 @@ def _grade(
     shutil.rmtree(work, ignore_errors=True)
     master = work / "course"
     db = gradebook.normalise_db(opts.db) if opts.db else f"sqlite:///{master / 'gradebook.db'}"
+    # The workers' sandboxes and template processes first: a template's imports (torch, seconds of CPU) run while
+    # the course is released and the submissions are checked, not after. Those the class turns out not to need
+    # are closed below.
+    workers = [] if opts.scheduler else [Worker(i, None, work, assignment, db, opts) for i in range(_jobs(opts))]
+    for worker in workers:
+        worker.launch_template()
+    try:
+        return _grade_with(workers, assignment, submissions, out, opts, source, started)
+    finally:
+        for worker in workers:
+            worker.close()  # again after a normal end (closing twice is harmless); after an error, now
+
+
+def _grade_with(
+    workers: list[Worker],
+    assignment: str,
+    submissions: Path | None,
+    out: Path,
+    opts: Options,
+    source: Path,
+    started: float,
+) -> tuple[list[Row], dict]:
+    work = out / ".work"
+    master = work / "course"
+    db = gradebook.normalise_db(opts.db) if opts.db else f"sqlite:///{master / 'gradebook.db'}"
     release = release_course(source, assignment, master, db)
     solution = nbformat.read(master / "solutions" / assignment / f"{assignment}.ipynb", as_version=4)
     helpers = notebooks.hidden_helpers(solution)  # the reference solution: also what review_flags compares with
@@ -170,12 +200,13 @@ def _grade(
         ([], []) if opts.check else check_submissions(submissions, release, assignment, opts.pattern, opts.lms)
     )
     todo = [r for r in rows if r.notebook is not None]
-    jobs = max(1, min(opts.jobs, len(todo)))
-    workers = [] if opts.scheduler else [Worker(i, master, work, assignment, db, opts) for i in range(jobs)]
+    jobs = 1 if opts.check else max(1, min(opts.jobs, len(todo)))
+    for worker in workers[jobs:]:
+        worker.close()
+    workers = workers[:jobs]
+    for worker in workers:
+        worker.take_course(master)
     checked = None
-    if not opts.check and len(todo) > jobs:  # every worker grades a chunk of two or more: its template pays off
-        for worker in workers:
-            worker.launch_template()  # their imports run while the preflight runs on the first
     if (opts.preflight or opts.check) and (workers or opts.check):
         first = workers[0] if workers else Worker(0, master, work, assignment, db, opts)
         checked = preflight.run(first, release, solution, assignment, points, sys.executable)

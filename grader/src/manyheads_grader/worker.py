@@ -12,8 +12,8 @@ from pathlib import Path
 
 import nbformat
 
-from manyheads_grader import kernel_fork, progress, sandbox
-from manyheads_grader.nbgrader_command import nbgrader
+from manyheads_grader import kernel_client, kernel_fork, progress, sandbox
+from manyheads_grader.nbgrader_session import Session
 from manyheads_grader.records import Options, Row
 
 STARTUP_DEATH = (
@@ -46,12 +46,20 @@ def why_failed(log: str, student: str) -> str:
 
 
 class Worker:
-    def __init__(self, index: int, master: Path, work: Path, assignment: str, db: str, opts: Options):
+    def __init__(self, index: int, master: Path | None, work: Path, assignment: str, db: str, opts: Options):
+        """A worker in ``work/worker-INDEX`` with its sandbox; with ``master`` also its copy of the course. Without,
+        its template can start before the course is released (:meth:`take_course` copies it later)."""
         self.root = work / f"worker-{index}"
-        shutil.copytree(master, self.root)
+        self.root.mkdir(parents=True)
+        if master is not None:
+            self.take_course(master)
         self.db = db if db.startswith("postgresql") else f"sqlite:///{self.root / 'gradebook.db'}"
         self.assignment, self.opts, self.chunks, self.log = assignment, opts, 0, []
-        self.args = [f"--Execute.timeout={opts.timeout}", "--OverwriteCells.add_missing_cells=True"]
+        self.args = [
+            f"--Execute.timeout={opts.timeout}",
+            "--OverwriteCells.add_missing_cells=True",
+            f"--Execute.kernel_manager_class={kernel_client.MANAGER}",  # without jupyter_client's fixed waits
+        ]
         self.uid = sandbox.worker_uid(index)
         if opts.sandbox:
             rt, scratch = sandbox.runtime_folder(self.root / "sandbox")
@@ -64,6 +72,8 @@ class Worker:
             self.args += [f"--Execute.kernel_name={sandbox.PLAIN_KERNEL_NAME}", sandbox.IN_MEMORY_HISTORY]
             self.env = sandbox.environment(share, rt)
         self.rt: Path | None = rt
+        # one nbgrader process for all this worker's commands (None: a chunk graded elsewhere, cluster._Returned)
+        self.session: Session | None = Session(self.root, self.db, self.env)
         self.share = share
         self.progress: progress.Progress | None = None  # set by grade() once the preflight is over
         self.test_ids: set[str] = set()
@@ -71,6 +81,10 @@ class Worker:
         self.template_waited = False
         self.template_failure = ""
         self.nbgrader_seconds = 0.0  # wall time of this worker's autograde runs (phase_times)
+
+    def take_course(self, master: Path) -> None:
+        """Copy the released course (config, source, release, gradebook) into this worker's folder."""
+        shutil.copytree(master, self.root, dirs_exist_ok=True)
 
     def launch_template(self) -> None:
         """Start this worker's template process without waiting for it (its imports take seconds): the runner
@@ -144,7 +158,9 @@ class Worker:
         return times
 
     def close(self) -> None:
-        """Stop the template process and remove the runtime folder."""
+        """Stop the nbgrader session and the template process and remove the runtime folder."""
+        if self.session is not None:
+            self.session.close()
         if self.template is not None and self.template.poll() is None:
             self.template.kill()
             self.template.wait()
@@ -163,15 +179,12 @@ class Worker:
         per_notebook = self.opts.timeout * 8 + 120
         watch = progress.Watch(self.progress, rows, self.autograded, self.test_ids)
         began = time.monotonic()
-        status, log = nbgrader(
-            self.root,
+        status, log = self.session.run(
             "autograde",
             self.assignment,
             "--force",
             f"--CourseDirectory.submitted_directory={folder}",
             *self.args,
-            db=self.db,
-            env=self.env,
             timeout=per_notebook * len(rows),
             watch=watch,
         )
@@ -182,16 +195,13 @@ class Worker:
         if len(rows) > 1 and missing:  # grade the ones that did not make it alone, so one cannot sink the rest
             for row in missing:
                 began = time.monotonic()
-                status, log = nbgrader(
-                    self.root,
+                status, log = self.session.run(
                     "autograde",
                     self.assignment,
                     "--force",
                     f"--student={row.student_id}",
                     f"--CourseDirectory.submitted_directory={folder}",
                     *self.args,
-                    db=self.db,
-                    env=self.env,
                     timeout=per_notebook,
                     watch=watch,
                 )
@@ -211,5 +221,5 @@ class Worker:
 
     def feedback(self) -> None:
         if any((self.root / "autograded").glob("*")):
-            status, log = nbgrader(self.root, "generate_feedback", self.assignment, "--force", db=self.db)
+            status, log = self.session.run("generate_feedback", self.assignment, "--force")
             self.log.append(log)
