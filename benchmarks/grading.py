@@ -9,10 +9,12 @@ namespace; ``grader-test`` if that account exists, else an unused uid). Every ru
 points as stock nbgrader. A third ``manyheads grade`` run has one student's ``softmax`` loop forever (issue 26,
 item 3): its extra time over the first run is what one looping notebook adds to the class's time.
 
-Where the time goes: a second table times one kernel's life three ways (the stock kernel, the sandboxed kernel
-started on its own, one forked from a worker's template), split into the start (until it answers), the notebook's
-cells (imports, the student's answers, the tests) and the shut-down; what is left of a notebook's share of the run is
-nbgrader's own per-notebook work and the run's fixed costs (preflight, release, feedback, report).
+Where the time goes: a second table times one kernel's life four ways (the stock kernel, the sandboxed kernel
+started on its own, one forked from a worker's template, each with jupyter_client's kernel manager as stock nbgrader
+has it; and the forked one with the grader's, which has no fixed waits: ``kernel_client``), split into the start
+(until it answers), the notebook's cells (imports, the student's answers, the tests) and the shut-down; what is left
+of a notebook's share of the run is nbgrader's own per-notebook work and the run's fixed costs (preflight, release,
+feedback, report).
 
 ``python benchmarks/grading.py [N]`` (default 60) prints both tables and writes benchmarks/results/grading.json and
 grading-kernels.json (CPU model, cores, date, load before and after each run, the users). ``python
@@ -155,17 +157,36 @@ def _cells() -> list[str]:
     return cells
 
 
-def kernel_lives(kind: str, work: Path, k: int) -> dict[str, float]:
-    """Seconds per kernel for ``k`` kernels of ``kind`` (stock, sandbox, template): start (until it answers), the
-    notebook's cells (a correct submission's, hidden tests included), shut down."""
-    from jupyter_client import KernelManager
+KERNEL_KINDS = {  # kind: (the table's label, the kernel, the kernel manager)
+    "stock": ("stock ipykernel (python3), jupyter_client's kernel manager", "stock", "jupyter_client"),
+    "sandbox": ("sandboxed, started alone", "sandbox", "jupyter_client"),
+    "template": ("sandboxed, forked from the template", "template", "jupyter_client"),
+    "template-prompt": (
+        "sandboxed, forked from the template, the grader's kernel manager (no fixed waits)",
+        "template",
+        "prompt",
+    ),
+}
 
+
+def kernel_lives(kind: str, work: Path, k: int) -> dict[str, float]:
+    """Seconds per kernel for ``k`` kernels of ``kind`` (:data:`KERNEL_KINDS`): start (until it answers), the
+    notebook's cells (a correct submission's, hidden tests included), shut down. jupyter_client's manager is what
+    stock nbgrader uses; the grader's (``kernel_client``) is what ``manyheads grade`` uses."""
+    import asyncio
+
+    from jupyter_client.manager import AsyncKernelManager
+
+    from manyheads_grader.kernel_client import PromptKernelManager
+
+    _, kernel, manager = KERNEL_KINDS[kind]
+    manager_class = PromptKernelManager if manager == "prompt" else AsyncKernelManager
     work.mkdir(parents=True)
     work.chmod(0o755)
     rt, scratch = sandbox.runtime_folder(work / "sandbox")
     share = sandbox.prepare(work / "sandbox", uid=sandbox.worker_uid(0), assignment=EX1)
     template = None
-    if kind == "template":
+    if kernel == "template":
         template = sandbox.start_template(share, rt, uid=sandbox.worker_uid(0), assignment=EX1)
         if not sandbox.template_ready(rt, template):
             raise SystemExit("the template process did not start")
@@ -173,29 +194,33 @@ def kernel_lives(kind: str, work: Path, k: int) -> dict[str, float]:
     os.environ.update(sandbox.environment(share, rt, scratch))
     cells = _cells()
     times = {"start": 0.0, "cells": 0.0, "stop": 0.0}
+
+    async def one(i: int) -> None:
+        t0 = time.perf_counter()
+        if kernel == "stock":
+            km = manager_class(kernel_name="python3")
+        else:
+            km = manager_class(kernel_name=sandbox.KERNEL_NAME, transport="ipc", ip=str(rt / "kernel"))
+            km.connection_file = str(rt / f"kernel-{i}.json")
+        await km.start_kernel(extra_arguments=["--HistoryManager.hist_file=:memory:"])
+        kc = km.client()
+        kc.start_channels()
+        await kc.wait_for_ready(timeout=120)
+        t1 = time.perf_counter()
+        for code in cells:
+            reply = await kc.execute_interactive(code, timeout=120, output_hook=lambda msg: None)
+            if reply["content"]["status"] != "ok":
+                raise SystemExit(f"a cell of the correct submission failed in the {kind} kernel: {reply}")
+        t2 = time.perf_counter()
+        kc.stop_channels()
+        await km.shutdown_kernel()
+        t3 = time.perf_counter()
+        for name, dt in (("start", t1 - t0), ("cells", t2 - t1), ("stop", t3 - t2)):
+            times[name] += dt / k
+
     try:
         for i in range(k):
-            t0 = time.perf_counter()
-            if kind == "stock":
-                km = KernelManager(kernel_name="python3")
-            else:
-                km = KernelManager(kernel_name=sandbox.KERNEL_NAME, transport="ipc", ip=str(rt / "kernel"))
-                km.connection_file = str(rt / f"kernel-{i}.json")
-            km.start_kernel(extra_arguments=["--HistoryManager.hist_file=:memory:"])
-            kc = km.client()
-            kc.start_channels()
-            kc.wait_for_ready(timeout=120)
-            t1 = time.perf_counter()
-            for code in cells:
-                reply = kc.execute_interactive(code, timeout=120, output_hook=lambda msg: None)
-                if reply["content"]["status"] != "ok":
-                    raise SystemExit(f"a cell of the correct submission failed in the {kind} kernel: {reply}")
-            t2 = time.perf_counter()
-            kc.stop_channels()
-            km.shutdown_kernel()
-            t3 = time.perf_counter()
-            for name, dt in (("start", t1 - t0), ("cells", t2 - t1), ("stop", t3 - t2)):
-                times[name] += dt / k
+            asyncio.run(one(i))
         return times
     finally:
         os.environ.clear()
@@ -287,7 +312,7 @@ def main() -> None:
             _check(name, run, cases, stock)
         first = "root" if as_root else "ordinary"
         runs["looping"] = manyheads_grade(looping, tmp / "out-looping", jobs)
-        lives = {kind: kernel_lives(kind, tmp / f"kernels-{kind}", 3) for kind in ("stock", "sandbox", "template")}
+        lives = {kind: kernel_lives(kind, tmp / f"kernels-{kind}", 3) for kind in KERNEL_KINDS}
     meta = {
         "cpu": cpu_model(),
         "cores": os.cpu_count(),
@@ -303,17 +328,13 @@ def main() -> None:
         ["kernel", "start_s", "cells_s", "stop_s", "total_s"],
         [
             {
-                "kernel": label,
+                "kernel": label + ((" (root)" if as_root else " (user namespace)") if kernel == "template" else ""),
                 "start_s": lives[kind]["start"],
                 "cells_s": lives[kind]["cells"],
                 "stop_s": lives[kind]["stop"],
                 "total_s": sum(lives[kind].values()),
             }
-            for kind, label in (
-                ("stock", "stock ipykernel (python3)"),
-                ("sandbox", "sandboxed, started alone"),
-                ("template", "sandboxed, forked from the template" + (" (root)" if as_root else " (user namespace)")),
-            )
+            for kind, (label, kernel, _) in KERNEL_KINDS.items()
         ],
         meta,
     )

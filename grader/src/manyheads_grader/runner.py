@@ -4,7 +4,8 @@ Layout under ``OUT/.work`` (scratch, removed at the end unless ``keep_work``):
 
 * ``course/``   nbgrader_config.py, solutions/ASSIGNMENT, exercises/ASSIGNMENT (regenerated with the gradebook);
 * ``worker-K/`` a copy of ``course/`` per job. Each takes chunks of students from a shared queue and runs one
-  ``nbgrader autograde`` per chunk (a fresh ``submitted-N/`` folder each time), then ``generate_feedback`` once.
+  ``nbgrader autograde`` per chunk (a fresh ``submitted-N/`` folder each time), then ``generate_feedback`` once, all
+  in one nbgrader process of its own (``nbgrader_session``).
 
 With sqlite each worker has its own copy of the gradebook (sqlite is not safe for concurrent writers) and the
 copies are merged row by row into ``OUT/course/gradebook.db`` at the end; nbgrader's ids are UUIDs, so rows never
@@ -219,11 +220,11 @@ def _grade_with(
             if not checked.ok:
                 raise preflight.PreflightError(checked.message(assignment))
             return [], {"assignment": assignment, "preflight": checked.summary(), "seconds": time.monotonic() - started}
-    # One nbgrader process per chunk, taken from a shared queue by whichever job is free. Chunks are small (at most
-    # CHUNK_MAX, equal in size): a job held up by a notebook that loops (60 s, then 5 s a cell) leaves the other jobs
-    # the rest of the queue instead of a fixed half of the class (issue 26, item 3), and each chunk of two or more
-    # still runs in the job's one template process (forked kernels). A chunk costs one nbgrader start (~3 s of CPU);
-    # 60 notebooks on 2 jobs are 6 chunks of 10, 100 are 10 of 10, 65 are 8 of 9 (the last of 2).
+    # One `nbgrader autograde` per chunk (in the job's nbgrader session), taken from a shared queue by whichever job
+    # is free. Chunks are small (at most CHUNK_MAX, equal in size): a job held up by a notebook that loops (60 s, then
+    # 5 s a cell) leaves the other jobs the rest of the queue instead of a fixed half of the class (issue 26, item 3),
+    # and each chunk of two or more still runs in the job's one template process (forked kernels). 60 notebooks on 2
+    # jobs are 6 chunks of 10, 100 are 10 of 10, 65 are 8 of 9 (the last of 2).
     tracker = progress.Progress(len(todo), quiet=opts.quiet)
     for worker in workers:
         worker.progress, worker.test_ids = tracker, set(test_ids)
