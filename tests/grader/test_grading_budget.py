@@ -38,14 +38,20 @@ def test_the_message_names_the_limit():
 
 @pytest.mark.parametrize(
     ("n", "jobs", "size"),
-    [(60, 2, 10), (100, 2, 10), (65, 2, 9), (4, 2, 2), (3, 2, 2), (2, 2, 1), (1, 1, 1), (5, 4, 2), (1000, 40, 9)],
+    [(60, 2, 5), (100, 2, 5), (65, 2, 5), (4, 2, 2), (3, 2, 2), (2, 2, 1), (1, 1, 1), (5, 4, 2), (1000, 40, 5)],
 )
 def test_a_class_is_cut_into_small_equal_chunks_of_two_or_more(n, jobs, size):
-    """Chunks of at most 10 from a shared queue: a job held up by a looping notebook leaves the rest of the class to
+    """Chunks of at most 5 from a shared queue: a job held up by a looping notebook leaves the rest of the class to
     the others (a fixed half of it would wait for it); every job a chunk, of two or more where the class allows."""
     assert runner.chunk_size(n, jobs) == size
     chunks = -(-n // size)
     assert size <= runner.CHUNK_MAX and chunks >= min(jobs, n // 2)
+
+
+@pytest.mark.parametrize(("n", "jobs", "size"), [(60, 2, 10), (100, 2, 10), (65, 2, 9), (4, 2, 2), (1000, 40, 9)])
+def test_a_cluster_gets_chunks_of_up_to_10(n, jobs, size):
+    """On a cluster each chunk sets up a worker of its own (template, nbgrader): chunks of up to 10 spread that."""
+    assert runner.chunk_size(n, jobs, runner.CLUSTER_CHUNK_MAX) == size
 
 
 @pytest.mark.slow

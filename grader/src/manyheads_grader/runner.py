@@ -4,8 +4,8 @@ Layout under ``OUT/.work`` (scratch, removed at the end unless ``keep_work``):
 
 * ``course/``   nbgrader_config.py, solutions/ASSIGNMENT, exercises/ASSIGNMENT (regenerated with the gradebook);
 * ``worker-K/`` a copy of ``course/`` per job. Each takes chunks of students from a shared queue and runs one
-  ``nbgrader autograde`` per chunk (a fresh ``submitted-N/`` folder each time), then ``generate_feedback`` once, all
-  in one nbgrader process of its own (``nbgrader_session``).
+  ``nbgrader autograde`` per chunk (a fresh ``submitted-N/`` folder each time), then ``generate_feedback`` for that
+  chunk, all in one nbgrader process of its own (``nbgrader_session``).
 
 With sqlite each worker has its own copy of the gradebook (sqlite is not safe for concurrent writers) and the
 copies are merged row by row into ``OUT/course/gradebook.db`` at the end; nbgrader's ids are UUIDs, so rows never
@@ -61,14 +61,17 @@ __all__ = [
 ]
 
 CONFIG_FILE = CourseLayout.CONFIG_FILE
-CHUNK_MAX = 10  # notebooks per nbgrader process at most (runner.chunk_size)
+CHUNK_MAX = 5  # notebooks per `nbgrader autograde` at most (runner.chunk_size)
+# On a cluster each chunk is a task that sets up a worker of its own (a template process, an nbgrader process):
+# larger chunks spread that cost.
+CLUSTER_CHUNK_MAX = 10
 
 
-def chunk_size(n: int, jobs: int) -> int:
-    """Notebooks per chunk for ``n`` notebooks on ``jobs`` jobs: equal chunks of at most :data:`CHUNK_MAX`, at least
+def chunk_size(n: int, jobs: int, most: int = CHUNK_MAX) -> int:
+    """Notebooks per chunk for ``n`` notebooks on ``jobs`` jobs: equal chunks of at most ``most``, at least
     ``jobs`` of them (every job has one), and of two or more where the class allows (a template pays off)."""
     per_job = -(-n // max(1, jobs))
-    chunks = max(1, jobs) * -(-per_job // CHUNK_MAX)
+    chunks = max(1, jobs) * -(-per_job // most)
     return max(1, min(-(-n // chunks), per_job), min(2, per_job))
 
 
@@ -223,12 +226,13 @@ def _grade_with(
     # One `nbgrader autograde` per chunk (in the job's nbgrader session), taken from a shared queue by whichever job
     # is free. Chunks are small (at most CHUNK_MAX, equal in size): a job held up by a notebook that loops (60 s, then
     # 5 s a cell) leaves the other jobs the rest of the queue instead of a fixed half of the class (issue 26, item 3),
-    # and each chunk of two or more still runs in the job's one template process (forked kernels). 60 notebooks on 2
-    # jobs are 6 chunks of 10, 100 are 10 of 10, 65 are 8 of 9 (the last of 2).
+    # and each chunk of two or more still runs in the job's one template process (forked kernels). A chunk in the
+    # session costs a fraction of a second, so chunks are as small as 5: the notebooks after a looping one in its
+    # chunk wait for it. 60 notebooks on 2 jobs are 12 chunks of 5, 65 are 13 of 5, 7 are 2 of 4 (the last of 3).
     tracker = progress.Progress(len(todo), quiet=opts.quiet)
     for worker in workers:
         worker.progress, worker.test_ids = tracker, set(test_ids)
-    chunk = opts.chunk or chunk_size(len(todo), jobs)
+    chunk = opts.chunk or chunk_size(len(todo), jobs, CLUSTER_CHUNK_MAX if opts.scheduler else CHUNK_MAX)
     tasks: queue.Queue = queue.Queue()
     for i in range(0, len(todo), chunk):
         tasks.put(todo[i : i + chunk])
@@ -245,7 +249,7 @@ def _grade_with(
                 for row in batch:
                     where[row.student_id] = worker
                 worker.autograde(batch)
-            worker.feedback()
+                worker.feedback()
         except BaseException as exc:  # reported after the other workers finish
             errors.append(exc)
 

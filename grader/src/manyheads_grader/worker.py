@@ -220,6 +220,8 @@ class Worker:
         return self.root / "autograded" / row.student_id / self.assignment / f"{self.assignment}.ipynb"
 
     def feedback(self) -> None:
+        """The feedback pages of the students graded since the last call (nbgrader skips the pages it has written):
+        the runner asks after every chunk, so a job held up by a looping notebook has little left to do after it."""
         if any((self.root / "autograded").glob("*")):
-            status, log = self.session.run("generate_feedback", self.assignment, "--force")
+            status, log = self.session.run("generate_feedback", self.assignment)
             self.log.append(log)
