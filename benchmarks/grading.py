@@ -3,9 +3,9 @@
 All in one run, on the same N submissions of exercise 1 (correct, partly correct and blank in turn), each from
 scratch: the baseline is what an instructor would type (``generate_assignment``, ``autograde``, ``generate_feedback``
 in a fresh course, default unsandboxed kernel); ``manyheads grade`` does the same steps plus the preflight, the
-integrity checks, the sandbox and the merged gradebook, with ``--jobs`` = the machine's cores, once as root (kernels
-forked from a template as the sandbox user) and once as an ordinary user (kernels forked from a template in a user
-namespace; ``grader-test`` if that account exists, else an unused uid). Every run must give every student the same
+integrity checks, the sandbox and the merged gradebook, with its default ``--jobs`` (the cores + 1), once as root
+(kernels forked from a template as the sandbox user) and once as an ordinary user (kernels forked from a template in a
+user namespace; ``grader-test`` if that account exists, else an unused uid). Every run must give every student the same
 points as stock nbgrader. A third ``manyheads grade`` run has one student's ``softmax`` loop forever (issue 26,
 item 3): its extra time over the first run is what one looping notebook adds to the class's time.
 
@@ -46,6 +46,7 @@ from _report import cpu_model, report  # noqa: E402
 
 from manyheads_grader import report as grades  # noqa: E402
 from manyheads_grader import sandbox  # noqa: E402
+from manyheads_grader.records import default_jobs  # noqa: E402
 
 EX1 = corpus.EX1
 LOOPS = "def softmax(scores):\n    while True:\n        pass"
@@ -241,7 +242,7 @@ def _check(name: str, run: dict, cases, stock: dict[str, float]) -> None:
 def looping_only(n: int) -> None:
     """``--looping``: only item 3's check, the plain class and the class with one looping notebook graded back to
     back (plain, looping, plain), as whoever runs it; the added time is against the mean of the two plain runs."""
-    jobs = os.cpu_count() or 1
+    jobs = default_jobs()  # what `manyheads grade` uses without --jobs: the cores + 1
     with tempfile.TemporaryDirectory(prefix="mh-bench-") as tmp:
         tmp = Path(tmp)
         cases = corpus.build_plain(tmp / "subs", n)
@@ -287,7 +288,7 @@ def main() -> None:
         sys.argv.remove("--looping")
         return looping_only(int(sys.argv[1]) if len(sys.argv) > 1 else 60)
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 60
-    jobs = os.cpu_count() or 1
+    jobs = default_jobs()  # what `manyheads grade` uses without --jobs: the cores + 1
     as_root = os.geteuid() == 0
     uid, user = ordinary_uid() if as_root else (os.getuid(), pwd.getpwuid(os.getuid()).pw_name)
     runs: dict[str, dict] = {}

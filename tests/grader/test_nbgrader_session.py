@@ -15,12 +15,13 @@ from pathlib import Path
 from queue import Empty
 
 import nbformat
+import pytest
 from helpers import grading_corpus as corpus
 from traitlets import Type
 
 from manyheads.course.layout import REPO
-from manyheads_grader import kernel_client
-from manyheads_grader.nbgrader_command import alembic_head_in_process, child_env, nbgrader
+from manyheads_grader import kernel_client, nbgrader_inprocess
+from manyheads_grader.nbgrader_command import child_env, nbgrader
 from manyheads_grader.nbgrader_session import Session
 
 EX1 = corpus.EX1
@@ -95,19 +96,61 @@ def test_a_process_that_died_between_commands_is_replaced(tmp_path):
         session.close()
 
 
-def test_the_schema_revision_is_the_one_alembic_heads_prints(tmp_path):
+def test_the_schema_revision_is_the_one_alembic_heads_prints():
     import nbgrader.api
 
     with nbgrader.api._temp_alembic_ini("sqlite:////tmp/gradebook.db") as ini:
         printed = subprocess.run(
             ["alembic", "-c", ini, "heads"], capture_output=True, text=True, env=child_env(), check=True
         ).stdout
-    stock = nbgrader.api.get_alembic_version
-    try:
-        alembic_head_in_process()
-        assert nbgrader.api.get_alembic_version() == printed.split()[0]
-    finally:
-        nbgrader.api.get_alembic_version = stock
+    assert nbgrader_inprocess.alembic_head() == printed.split()[0]
+
+
+def test_cell_metadata_is_validated_as_jsonschema_validate_does():
+    """The same acceptance and the same best-match error as jsonschema.validate, for good and bad metadata, on
+    the first call and on later ones (when the schema is no longer checked), and a bad schema is still refused."""
+    import jsonschema
+    from nbgrader.nbgraderformat.v3 import MetadataValidatorV3
+
+    schema = MetadataValidatorV3().schema
+    once = nbgrader_inprocess._SchemaCheckedOnce()
+    good = {"grade": True, "grade_id": "t1", "locked": True, "points": 2, "schema_version": 3, "solution": False}
+    bad = [
+        {**good, "points": "two"},
+        {**good, "grade_id": 5},
+        {k: v for k, v in good.items() if k != "locked"},
+        {**good, "schema_version": 2},
+        {**good, "extra": 1},
+        {**good, "locked": "yes", "points": -1},
+    ]
+    for _ in range(2):
+        assert once.validate(good, schema) is None
+        for meta in bad:
+            with pytest.raises(jsonschema.ValidationError) as theirs:
+                jsonschema.validate(meta, schema)
+            with pytest.raises(jsonschema.ValidationError) as mine:
+                once.validate(meta, schema)
+            assert (mine.value.message, list(mine.value.path)) == (theirs.value.message, list(theirs.value.path))
+    with pytest.raises(jsonschema.SchemaError):
+        once.validate(good, {**schema, "type": 12})
+    assert once.ValidationError is jsonschema.ValidationError  # the rest of the module is jsonschema's
+
+
+def test_the_replacements_are_installed_in_nbgraders_process(tmp_path):
+    """A session's process and the command line both run nbgrader with them (the stamp of a new gradebook)."""
+    code = (
+        "from manyheads_grader.nbgrader_inprocess import speed_up, alembic_head; speed_up(); "
+        "import nbgrader.api, nbgrader.nbgraderformat.common as c; "
+        "assert nbgrader.api.get_alembic_version is alembic_head; assert type(c.jsonschema).__name__ != 'module'"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, env=child_env(), timeout=120)
+    course = _course(tmp_path)
+    assert nbgrader(course, "generate_assignment", EX1, "--force", db=_db(course))[0] == 0
+    import sqlite3
+
+    with sqlite3.connect(course / "gradebook.db") as db:
+        [(stamp,)] = db.execute("select version_num from alembic_version").fetchall()
+    assert stamp == nbgrader_inprocess.alembic_head()
 
 
 class _Recording(kernel_client.PromptKernelClient):

@@ -10,7 +10,6 @@ preflight. After grading, the LMS export (``lms.py``) writes the gradebook CSV a
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 
@@ -21,7 +20,7 @@ skip_iri_parsers()  # before nbformat is imported below: seconds of CPU for a st
 from manyheads_grader import lms, report, versions  # noqa: E402
 from manyheads_grader import submissions as collect  # noqa: E402
 from manyheads_grader.preflight import PreflightError  # noqa: E402
-from manyheads_grader.records import FEEDBACK_DIR, GradingError, Options  # noqa: E402
+from manyheads_grader.records import FEEDBACK_DIR, GradingError, Options, default_jobs  # noqa: E402
 from manyheads_grader.runner import grade  # noqa: E402
 from manyheads_grader.submissions import CollectError  # noqa: E402
 
@@ -52,7 +51,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="only the preflight: grade the release's reference answers and a blank release in the sandbox the class "
         "would use, and say whether grading works here (and if not, why)",
     )
-    g.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="submissions graded at once (default: cores)")
+    g.add_argument(
+        "--jobs", type=int, default=default_jobs(), help="submissions graded at once (default: the cores + 1)"
+    )
     g.add_argument("--timeout", type=int, default=60, help="seconds per cell before it is interrupted (default 60)")
     g.add_argument("--db", help="gradebook URL, e.g. postgresql://user:pw@host/course (default: sqlite in OUT/course)")
     g.add_argument("--pattern", help="regex with a (?P<student_id>...) group, searched in each file's relative path")
@@ -85,7 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--scheduler",
         metavar="ADDRESS",
         help="grade on a dask.distributed cluster, e.g. tcp://host:8786 (needs manyheads[cluster]; with --jobs N "
-        "the class is cut into at least N tasks of at most 25 students)",
+        "the class is cut into at least N tasks of at most 10 students)",
     )
     return parser
 

@@ -36,28 +36,9 @@ def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
 WITHOUT_IRI_PARSERS = "import sys; sys.modules['rfc3987_syntax'] = None"
 _NBGRADER = (
     WITHOUT_IRI_PARSERS
-    + "; from manyheads_grader.nbgrader_command import alembic_head_in_process; alembic_head_in_process()"
+    + "; from manyheads_grader.nbgrader_inprocess import speed_up; speed_up()"
     + "; sys.argv[0] = 'nbgrader'; from nbgrader.apps.nbgraderapp import main; main()"
 )
-
-
-def alembic_head_in_process() -> None:
-    """nbgrader stamps a new gradebook with the schema's newest revision, which it learns by running ``alembic heads``
-    as a child process: a second Python start and alembic's imports, 2-3 s of the release on 2 cores. The same
-    revision is read here from the same migration scripts without a new process."""
-    import nbgrader.api
-
-    def head() -> str:
-        from alembic.config import Config
-        from alembic.script import ScriptDirectory
-
-        with nbgrader.api._temp_alembic_ini("sqlite:////tmp/gradebook.db") as ini:
-            heads = ScriptDirectory.from_config(Config(ini)).get_heads()
-        if len(heads) != 1:  # nbgrader's own code takes the first line of `alembic heads`; one head is all it ships
-            raise RuntimeError(f"nbgrader's migrations have {len(heads)} heads, expected one")
-        return heads[0]
-
-    nbgrader.api.get_alembic_version = head
 
 
 def skip_iri_parsers() -> None:

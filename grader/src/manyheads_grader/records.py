@@ -39,9 +39,15 @@ class Row:
     version: str | None = None  # the course release the notebook was written for (versions.py); None: unknown
 
 
+def default_jobs() -> int:
+    """Jobs by default: one more than the cores. A job alternates between nbgrader and its kernel, each waiting for
+    the other, so as many jobs as cores leave the CPU partly idle (benchmarks/grading.py)."""
+    return (os.cpu_count() or 1) + 1
+
+
 @dataclass
 class Options:
-    jobs: int = max(1, os.cpu_count() or 1)
+    jobs: int = field(default_factory=lambda: default_jobs())
     timeout: int = 60
     db: str | None = None
     pattern: str | None = None
