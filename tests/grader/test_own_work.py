@@ -467,9 +467,8 @@ def test_the_grader_reports_zeroed_parts_and_open_routes_from_the_students_cells
     graded = nbformat.read(CourseLayout(REPO_ROOT).release("01_single_head_bottleneck"), as_version=4)
     test = next(c for c in graded.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "test_softmax")
     test.outputs = [nbformat.v4.new_output("error", ename="DelegationError", evalue="softmax: evidence", traceback=[])]
-    nbformat.write(graded, tmp_path / "graded.ipynb")
     row = records.Row("ann", notebook=nb)
-    own_work.apply_rule(row, tmp_path / "graded.ipynb", ["test_softmax", "test_attention_entropy"], helpers, release)
+    own_work.apply_rule(row, graded, ["test_softmax", "test_attention_entropy"], helpers, release)
     assert row.zeroed == {"test_softmax": "softmax: evidence"}
     assert "own work: test_softmax got no points: softmax: evidence" in row.problems
     flagged = f"own work, look by hand: extra cell {len(nb.cells)}: uses _reference, defined only in the hidden tests"

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 import nbformat
 
@@ -18,9 +17,8 @@ RUN_NOTES = {
 }
 
 
-def run_notes(path: Path) -> list[str]:
-    """What happened while the notebook ran that the instructor should know (limits hit), from its outputs."""
-    nb = nbformat.read(path, as_version=4)
+def run_notes(nb: nbformat.NotebookNode) -> list[str]:
+    """What happened while the graded notebook ran that the instructor should know (limits hit), from its outputs."""
     hit = set()
     for cell in nb.cells:
         for out in cell.get("outputs", []):

@@ -8,7 +8,6 @@ this module only reads notebooks. ``instructors/grading.md`` lists the open rout
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from typing import Any
 
 import nbformat
@@ -83,10 +82,12 @@ def open_routes(student_cells: list[tuple[str, str]], hidden_helpers: set[str] =
     return notes
 
 
-def apply_rule(row: Row, graded: Path, test_ids: list[str], helpers: set[str], release: nbformat.NotebookNode) -> None:
+def apply_rule(
+    row: Row, graded: nbformat.NotebookNode, test_ids: list[str], helpers: set[str], release: nbformat.NotebookNode
+) -> None:
     """Add to ``row`` the parts given no points by the own-work rule (with the evidence the kernel left in the
-    graded notebook), refusals the answer caught, and the ways around the rule the guard cannot close."""
-    zeroed, caught = delegations(nbformat.read(graded, as_version=4), test_ids)
+    ``graded`` notebook), refusals the answer caught, and the ways around the rule the guard cannot close."""
+    zeroed, caught = delegations(graded, test_ids)
     row.zeroed = zeroed
     row.problems += [f"{OWN_WORK}: {test} got no points: {why}" for test, why in zeroed.items()]
     row.problems += [f"{OWN_WORK}: a refusal was caught by the answer ({line})" for line in caught]

@@ -289,12 +289,13 @@ def _grade_with(
         pending = [g for g in test_ids if got.get(g, (None, 0, True))[2]]
         if pending:
             row.problems.append(f"needs a manual look: no automatic score for {', '.join(pending)}")
-        row.problems += notebooks.run_notes(worker.autograded(row))
-        own_work.apply_rule(row, worker.autograded(row), test_ids, helpers, release)
-        row.failures = report.failures(nbformat.read(worker.autograded(row), as_version=4))
-        row.flags = review_flags.out_of_order(
-            row.submitted, nbformat.read(worker.autograded(row), as_version=4), release
-        ) + review_flags.tampering(notebooks.student_cells(row.notebook, release), release, helpers)
+        graded = nbformat.read(worker.autograded(row), as_version=4)  # once: the checks below only read it
+        row.problems += notebooks.run_notes(graded)
+        own_work.apply_rule(row, graded, test_ids, helpers, release)
+        row.failures = report.failures(graded)
+        row.flags = review_flags.out_of_order(row.submitted, graded, release) + review_flags.tampering(
+            notebooks.student_cells(row.notebook, release), release, helpers
+        )
         row.score = float(sum(v or 0.0 for v in row.tests.values()))
         row.max_score = float(sum(points.values()))
         row.status = "repaired" if row.repaired else "graded"
