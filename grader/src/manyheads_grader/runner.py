@@ -175,7 +175,7 @@ def _grade(
     for worker in workers:
         worker.launch_template()
     try:
-        return _grade_with(workers, assignment, submissions, out, opts, source, started)
+        return _grade_with(workers, assignment, submissions, out, opts, source, master, db, started)
     finally:
         for worker in workers:
             worker.close()  # again after a normal end (closing twice is harmless); after an error, now
@@ -188,11 +188,11 @@ def _grade_with(
     out: Path,
     opts: Options,
     source: Path,
+    master: Path,
+    db: str,
     started: float,
 ) -> tuple[list[Row], dict]:
-    work = out / ".work"
-    master = work / "course"
-    db = gradebook.normalise_db(opts.db) if opts.db else f"sqlite:///{master / 'gradebook.db'}"
+    work = master.parent
     release = release_course(source, assignment, master, db)
     solution = nbformat.read(master / "solutions" / assignment / f"{assignment}.ipynb", as_version=4)
     helpers = notebooks.hidden_helpers(solution)  # the reference solution: also what review_flags compares with
