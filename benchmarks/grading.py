@@ -37,7 +37,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
-sys.path[:0] = [str(HERE), str(ROOT / "tests" / "helpers"), str(ROOT / "tests" / "grader")]
+sys.path[:0] = [str(HERE), str(ROOT / "tests" / "helpers")]
 
 import grading_corpus as corpus  # noqa: E402
 import nbformat  # noqa: E402
@@ -107,7 +107,7 @@ def manyheads_grade(subs: Path, out: Path, jobs: int, uid: int | None = None) ->
         out.mkdir()
         for path in (home, out):
             os.chown(path, uid, uid)
-        command, env = unprivileged.as_user(command, uid), unprivileged.user_env(home)
+        command, env = unprivileged.as_user(command, uid, [ROOT]), unprivileged.user_env(home)  # ROOT: the course
     load = _load()
     start = time.perf_counter()
     done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)

@@ -13,7 +13,6 @@ import re
 import shutil
 import subprocess
 import sys
-import sysconfig
 import tempfile
 import zipfile
 from pathlib import Path
@@ -21,6 +20,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from helpers import grading_corpus as corpus
+from helpers import unprivileged
 from helpers.grading_corpus import run_grade
 
 from manyheads_grader import repair as integrity
@@ -268,45 +268,6 @@ print("".join(o.get("text", "") for o in nb.cells[0].outputs))
 """
 
 
-def _grader_paths() -> list[Path]:
-    """What a grader's Python needs to read: the base installation, the virtual environment, the installed
-    packages and the manyheads package (an editable install lives in the clone's src/)."""
-    import manyheads
-
-    return [
-        Path(p).resolve()
-        for p in {sys.base_prefix, sys.prefix, sysconfig.get_paths()["purelib"], str(Path(manyheads.__file__).parent)}
-    ]
-
-
-def _visible_to_all(paths: list[Path]) -> list[str]:
-    """A bwrap prefix (run as root) under which other users can read ``paths`` although a folder above them is
-    closed to them (mode without o+x: /root, a 0700 temporary folder holding the clone): each outermost closed
-    folder is replaced by an empty one that holds only those paths, read-only. Nothing else is hidden or changed."""
-
-    def closed(p: Path) -> bool:
-        return p != Path("/") and not os.stat(p).st_mode & 0o001
-
-    tops = sorted(
-        {next(a for a in reversed(p.parents) if closed(a)) for p in paths if any(map(closed, p.parents))},
-        key=lambda a: len(a.parts),
-    )
-    tops = [a for a in tops if not any(a != b and a.is_relative_to(b) for b in tops)]
-    if not tops:
-        return []
-    args = ["bwrap", "--dev-bind", "/", "/"]
-    for top in tops:
-        inside = sorted({p for p in paths if p.is_relative_to(top)}, key=lambda p: len(p.parts))
-        inside = [p for p in inside if not any(p != q and p.is_relative_to(q) for q in inside)]
-        between = sorted(
-            {a for p in inside for a in p.parents if a.is_relative_to(top) and a != top}, key=lambda a: len(a.parts)
-        )
-        args += ["--perms", "0755", "--tmpfs", str(top)]
-        args += [arg for a in between for arg in ("--perms", "0755", "--dir", str(a))]
-        args += [arg for p in inside for arg in ("--ro-bind", str(p), str(p))]
-    return [*args, "--"]
-
-
 def test_visible_to_all_reaches_a_project_inside_a_folder_other_users_cannot_enter(tmp_path):
     """`make test` as root from a clone in a 0700 folder (a home folder, mktemp -d): the unprivileged grader of the
     test below must still reach the clone's virtual environment and package."""
@@ -329,7 +290,7 @@ def test_visible_to_all_reaches_a_project_inside_a_folder_other_users_cannot_ent
     ]
     blocked = subprocess.run(command, capture_output=True, text=True)
     assert blocked.returncode != 0 and "Permission denied" in blocked.stderr  # the situation the helper fixes
-    done = subprocess.run([*_visible_to_all([venv_like]), *command], capture_output=True, text=True)
+    done = subprocess.run([*unprivileged.visible_to_all([venv_like]), *command], capture_output=True, text=True)
     assert done.returncode == 0 and done.stdout == "print('reached')\n", done.stderr
 
 
@@ -338,19 +299,11 @@ def test_sandbox_works_for_a_grader_who_is_not_root_and_runs_many_threads():
     try:
         command = [sys.executable, "-c", NOT_ROOT_GRADER, str(folder)]
         env = {**os.environ, "HOME": str(folder), "TMPDIR": str(folder)}
+        uid = sandbox.worker_uid(900)
         if os.geteuid() == 0:
-            uid = sandbox.worker_uid(900)
             os.chown(folder, uid, uid)
-            command = [
-                *_visible_to_all(_grader_paths()),
-                "setpriv",
-                f"--reuid={uid}",
-                f"--regid={uid}",
-                "--clear-groups",
-                "--",
-                *command,
-            ]
-        done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=180)
+        # as root: this clone seen from a 0700 folder, as an unprivileged user of its own (helpers.unprivileged)
+        done = unprivileged.run_as_user(command, uid, env=env, cwd=folder, timeout=180)
         assert done.returncode == 0, done.stdout + done.stderr[-3000:]
         assert "thread started" in done.stdout, done.stdout
     finally:

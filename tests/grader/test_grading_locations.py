@@ -2,11 +2,13 @@
 checkout, CI runners), in a home folder closed to other users (mode 0700), under ``/opt`` and in a path with spaces.
 
 For each location, this clone (with its virtual environment) is bound there in a private mount namespace
-(``unshare -m`` as root, nothing reinstalled): the grader runs that location's interpreter, the editable install
-points at that location's ``src/`` (its ``.pth`` file is bound over too), and the course, the output and nbgrader's
-runtime folder (``TMPDIR``) lie there as well. A class of four graded with two jobs (chunks of two, so every kernel
-is forked from a worker's template process) must get the expected scores, with every kernel forked. On the code
-before the fix, the ``/tmp`` class failed whole: the forked kernel's fresh ``/tmp`` hid the environment.
+(``unshare -m`` as root, nothing reinstalled; helpers/relocated.py): the grader runs that location's interpreter,
+the editable installs point at that location's ``src/`` and ``grader/src`` (their ``.pth`` files are bound over
+too), and the course, the output and nbgrader's runtime folder (``TMPDIR``) lie there as well. A class of four graded
+with two jobs (chunks of two, so every kernel is forked from a worker's template process) must get the expected
+scores, with every kernel forked. On the code before the fix, the ``/tmp`` class failed whole: the forked kernel's
+fresh ``/tmp`` hid the environment. The grader run as an ordinary user from a clone in a 0700 folder: the tests that
+use helpers/unprivileged.py (test_kernel_fork_unprivileged.py).
 """
 
 from __future__ import annotations
@@ -15,13 +17,12 @@ import os
 import re
 import shutil
 import subprocess
-import sys
-import sysconfig
 import tempfile
 from pathlib import Path
 
 import pytest
 from helpers import grading_corpus as corpus
+from helpers.relocated import Relocated
 
 from manyheads_grader import report, sandbox
 
@@ -42,37 +43,15 @@ CLASS = {
 }
 
 
-def _editable_pth() -> Path | None:
-    """The editable install's .pth file when it names this clone's src/ (then it is bound over, see below)."""
-    for pth in Path(sysconfig.get_paths()["purelib"]).glob("*manyheads*.pth"):
-        if pth.read_text().strip() == str(corpus.ROOT / "src"):
-            return pth
-    return None
-
-
 def grade_at(location: Path, *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
     """Run ``manyheads grade ARGS`` from the clone as it is bound at ``location/clone``, in a mount namespace."""
-    clone = location / "clone"
-    clone.mkdir()
+    where = Relocated(location)
+    prefix, moved = where.prefix()
     (location / "tmp").mkdir()
-    binds = [f'mount --bind "{corpus.ROOT}" "$CLONE"']
-    pth = _editable_pth()
-    if pth is not None:
-        moved = location / "editable.pth"
-        moved.write_text(f"{clone / 'src'}\n")
-        binds.append(f'mount --bind "$L/editable.pth" "$CLONE/{pth.relative_to(corpus.ROOT)}"')
-    python = clone / Path(sys.executable).relative_to(corpus.ROOT)
-    script = " && ".join([*binds, 'cd "$CLONE"', 'exec "$@"'])
-    env = {
-        **os.environ,
-        "L": str(location),
-        "CLONE": str(clone),
-        "TMPDIR": str(location / "tmp"),
-        "PATH": f"{python.parent}{os.pathsep}{os.environ['PATH']}",
-    }
+    env = {**os.environ, **moved, "TMPDIR": str(location / "tmp")}
+    env["PATH"] = f"{where.python.parent}{os.pathsep}{os.environ['PATH']}"
     env.pop("VIRTUAL_ENV", None)
-    command = ["unshare", "-m", "--propagation", "private", "sh", "-c", script, "sh"]
-    command += [str(python), "-m", "manyheads_grader", "grade", *args]
+    command = [*prefix, str(where.python), "-m", "manyheads_grader", "grade", *args]
     return subprocess.run(command, capture_output=True, text=True, env=env, timeout=timeout)
 
 

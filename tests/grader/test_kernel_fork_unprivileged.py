@@ -7,7 +7,8 @@ its own limits and capabilities, then leaves things behind (files, a background 
 tries to run more threads than the process limit and to allocate more than the memory limit, and tries to stop, read
 or replace the template: signals to every process it can see, reads of their memory and environment, removing the
 template's socket. As root the tests run the grader as an unused high uid (no account needed); otherwise as whoever
-runs them. The same properties as root: test_kernel_fork.py.
+runs them. As root, the clone is seen from a folder only root can read (unprivileged.run_as_user), so these tests
+pass wherever the clone sits. The same properties as root: test_kernel_fork.py.
 """
 
 from __future__ import annotations
@@ -23,12 +24,10 @@ from pathlib import Path
 import nbformat
 import pytest
 from helpers import grading_corpus as corpus
+from helpers import unprivileged
 from helpers.grading_corpus import EX1
 
 from manyheads_grader import report, sandbox
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import unprivileged  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -107,13 +106,9 @@ def graded_by_an_ordinary_user():
                 os.chown(path, uid, uid)
         command = [sys.executable, "-m", "manyheads_grader", "grade", EX1, str(subs), "--out", str(out)]
         command += ["--jobs", "1", "--timeout", "30", "--quiet"]
-        done = subprocess.run(
-            unprivileged.as_user(command, uid),
-            capture_output=True,
-            text=True,
-            env=unprivileged.user_env(base),
-            cwd=corpus.ROOT,
-            timeout=600,
+        # the grader finds the course in its working folder, the clone: as root, seen from a 0700 folder
+        done = unprivileged.run_as_user(
+            command, uid, env=unprivileged.user_env(base), cwd=corpus.ROOT, timeout=600, course=True
         )
         assert done.returncode == 0, done.stdout + done.stderr[-3000:]
         outputs = {}
