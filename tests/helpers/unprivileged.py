@@ -24,7 +24,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, when run as a script in the namespace
-from helpers.relocated import Relocated  # noqa: E402
+from helpers.relocated import ROOT, Relocated  # noqa: E402
 
 
 def grader_paths() -> list[Path]:
@@ -98,6 +98,16 @@ def run_as_user(
     command runs as is, as that user."""
     if os.geteuid() != 0:
         return subprocess.run(command, capture_output=True, text=True, env=env, cwd=cwd, timeout=timeout)
+    if subprocess.run(["unshare", "-m", "true"], capture_output=True).returncode != 0:
+        # no mount namespace (a container without CAP_SYS_ADMIN): the user can only read the clone where it is
+        import pytest
+
+        shut = next((p for p in reversed(ROOT.parents) if not os.stat(p).st_mode & 0o001), None)
+        if shut is not None:
+            mode = oct(os.stat(shut).st_mode & 0o777)[2:]
+            pytest.skip(f"{shut} (mode {mode}) is closed to uid {uid} and no mount namespace can show it the clone")
+        full = as_user(command, uid, [ROOT] if course else [])
+        return subprocess.run(full, capture_output=True, text=True, env=env, cwd=cwd, timeout=timeout)
     closed = Path(tempfile.mkdtemp(prefix="mh-0700-"))  # mode 0700: only root may enter it
     try:
         where = Relocated(closed)
