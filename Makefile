@@ -55,8 +55,12 @@ vendor:
 # Every test: the linter, then package, notebook hygiene, exercise pipeline with real nbgrader, chapter execution.
 # Two pytest workers on two cores, so each process (and every notebook kernel they start) gets one torch thread:
 # two threads sharing one core with the other worker spin and ran chapter 5 three to four times slower (measured).
+# Around pytest, the time budget (tests/budget.toml, tools/test_budget.py): first this machine's speed, last each
+# test folder's time against its budget; a folder over it fails the run and names its slowest tests.
 test: lint $(STAMP) data vendor system-packages
-	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(BIN)/python -m pytest -n 2 --dist loadfile --timeout=1800 --durations=30
+	$(BIN)/python tools/test_budget.py calibrate
+	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(BIN)/python -m pytest -n 2 --dist loadfile --timeout=1800 --durations=30 --junitxml=_build/test-report.xml
+	$(BIN)/python tools/test_budget.py check
 
 # The Colab replay (tools/colab_replay.py): what a student gets from the links, taken from git's objects (the
 # notebooks at the release the links name, the package at the release their set-up cell installs), run in a fresh
