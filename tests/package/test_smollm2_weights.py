@@ -9,11 +9,13 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 
 from manyheads.models import gguf_file
 from manyheads.models.checkpoints import PretrainedModelError, sha256_of
+from manyheads.models.gguf_container import read_container
 from manyheads.models.gguf_file import SMOLLM2_GGUF_SHA256, read_gguf, smollm2_gguf_path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -141,13 +143,43 @@ def test_the_weights_equal_transformers_from_the_same_file(checkpoint, reference
         torch.testing.assert_close(state[name], theirs[name].float(), rtol=0, atol=1e-6, msg=name)
 
 
-def test_queries_and_keys_are_stored_permuted_and_put_back(checkpoint):
-    """The file's Q/K rows are in llama.cpp's order; read_gguf's rows are its exact inverse permutation."""
+@pytest.fixture(scope="module")
+def gguf_reader():
+    """The gguf package's own reader of the same file (several seconds: it parses the metadata value by value)."""
     from gguf import GGUFReader
+
+    return GGUFReader(smollm2_gguf_path())
+
+
+def test_the_container_reader_gives_what_the_gguf_package_s_reader_gives(gguf_reader):
+    """manyheads.models.gguf_container reads the file in one pass: every metadata value and every tensor's bytes,
+    type and shape must be GGUFReader's."""
+    metadata, tensors = read_container(smollm2_gguf_path())
+    theirs = {key: field.contents() for key, field in gguf_reader.fields.items() if not key.startswith("GGUF.")}
+    assert list(metadata) == list(theirs)
+    for key, value in theirs.items():
+        assert metadata[key] == value and type(metadata[key]) is type(value), key
+    assert len(metadata["tokenizer.ggml.tokens"]) == 49152  # the whole vocabulary, not a prefix
+    assert [t.name for t in tensors] == [t.name for t in gguf_reader.tensors]
+    for ours, reference in zip(tensors, gguf_reader.tensors):
+        assert ours.tensor_type == reference.tensor_type, ours.name
+        assert ours.data.dtype == reference.data.dtype and ours.data.shape == reference.data.shape, ours.name
+        assert np.array_equal(ours.data, reference.data), ours.name
+
+
+def test_a_file_that_is_not_gguf_is_refused_by_name(tmp_path):
+    bad = tmp_path / "model.gguf"
+    bad.write_bytes(b"PK\x03\x04" + bytes(60))
+    with pytest.raises(ValueError, match="is not a GGUF file"):
+        read_container(bad)
+
+
+def test_queries_and_keys_are_stored_permuted_and_put_back(checkpoint, gguf_reader):
+    """The file's Q/K rows are in llama.cpp's order; read_gguf's rows are its exact inverse permutation."""
     from gguf.quants import dequantize
 
     _, state, _ = checkpoint
-    raw = {t.name: t for t in GGUFReader(smollm2_gguf_path()).tensors if t.name.startswith("blk.3.attn_")}
+    raw = {t.name: t for t in gguf_reader.tensors if t.name.startswith("blk.3.attn_")}
     for short, heads in (("q", 9), ("k", 3)):
         stored = torch.from_numpy(
             dequantize(raw[f"blk.3.attn_{short}.weight"].data, raw[f"blk.3.attn_{short}.weight"].tensor_type)

@@ -95,17 +95,15 @@ def _describe(x) -> str:
 def gguf_bos_id(path: str | Path | None = None) -> int:
     """The BOS token id written in a GGUF file's metadata (``tokenizer.ggml.bos_token_id``; default: SmolLM2's).
 
-    SmolLM2's file says 1 (``<|im_start|>``). Reading the metadata takes a few seconds (the reader parses the whole
-    vocabulary), so the answer is kept for the process.
+    SmolLM2's file says 1 (``<|im_start|>``). The answer is kept for the process.
     """
-    from gguf import GGUFReader
-
+    from manyheads.models.gguf_container import read_container
     from manyheads.models.gguf_file import smollm2_gguf_path
 
-    field = GGUFReader(smollm2_gguf_path() if path is None else Path(path)).fields.get("tokenizer.ggml.bos_token_id")
-    if field is None:
+    metadata, _ = read_container(smollm2_gguf_path() if path is None else Path(path))
+    if "tokenizer.ggml.bos_token_id" not in metadata:
         raise ValueError(f"{path or 'the SmolLM2 GGUF file'} names no BOS token (tokenizer.ggml.bos_token_id).")
-    return int(field.contents())
+    return int(metadata["tokenizer.ggml.bos_token_id"])
 
 
 def _bos_id(model: nn.Module) -> int:

@@ -11,8 +11,9 @@ dependencies, so it is never imported here: :func:`smollm2_gguf_path` finds the 
 under ``model.layers.N.self_attn.q_proj.weight``-style names, and the tokenizer -- undoing the file's two format
 quirks on the way: Q4_1/Q8_0 blocks are dequantised with ``gguf.quants.dequantize``, and the rows of every query
 and key projection, which llama.cpp stores permuted for its own RoPE layout, are put back in Hugging Face's order
-(each head's two halves interleaved → halves). There is no ``output.weight``: the embeddings are tied, the output
-head is ``model.embed_tokens.weight``.
+(each head's two halves interleaved → halves). The container itself is read by
+:mod:`manyheads.models.gguf_container` (in a fraction of the time ``gguf.GGUFReader`` takes). There is no
+``output.weight``: the embeddings are tied, the output head is ``model.embed_tokens.weight``.
 
 ``gguf`` and ``tokenizers`` are imported only when a file is read.
 """
@@ -106,19 +107,19 @@ def read_gguf(path: str | Path | None = None):
       Hugging Face's order; no ``lm_head.weight`` when the embeddings are tied;
     * ``tokenizer``: a ``tokenizers.Tokenizer``, see :func:`gguf_tokenizer`.
     """
-    from gguf import GGUFReader
     from gguf.quants import dequantize
 
+    from manyheads.models.gguf_container import read_container
+
     path = smollm2_gguf_path() if path is None else Path(path)
-    reader = GGUFReader(path)
-    meta = _metadata(reader)
+    meta, tensors = read_container(path)
     arch = meta["general.architecture"]
     if arch != "llama":
         raise ValueError(f"{path}: architecture {arch!r}; read_gguf reads Llama-architecture files only.")
     heads, kv_heads = meta["llama.attention.head_count"], meta["llama.attention.head_count_kv"]
     hidden = meta["llama.embedding_length"]
     state = {}
-    for tensor in reader.tensors:
+    for tensor in tensors:
         name = _hf_name(tensor.name)
         weights = dequantize(tensor.data, tensor.tensor_type).astype(np.float32, copy=False)
         if not weights.flags.writeable:  # float32 tensors come back as views of the read-only file
@@ -173,10 +174,6 @@ def gguf_tokenizer(meta: dict):
         [AddedToken(t, special=True, normalized=False) for t, kind in zip(tokens, types) if kind == _CONTROL]
     )
     return tokenizer
-
-
-def _metadata(reader) -> dict:
-    return {key: field.contents() for key, field in reader.fields.items() if not key.startswith("GGUF.")}
 
 
 def _hf_name(name: str) -> str:
