@@ -127,6 +127,9 @@ def _pip(python: Path, *args: str, env: dict | None = None) -> None:
 def _uv_install(uv: str, python: Path, pins: list[str]) -> None:
     """``uv pip install`` with pip's configuration (uv does not read pip.conf) and pip's choice among indexes."""
     args = [uv, "pip", "install", "-q", "--python", str(python), "--index-strategy", "unsafe-best-match"]  # as pip
+    # Compiled as pip compiles what it installs (and as Colab's packages are): uv leaves that out by default, and
+    # then every kernel compiled torch, IPython and matplotlib from source again (importing torch took 7 s, not 3.5).
+    args.append("--compile-bytecode")
     done = subprocess.run([sys.executable, "-m", "pip", "config", "list"], capture_output=True, text=True)
     for line in done.stdout.splitlines():  # e.g. global.find-links='/opt/wheels'
         key, _, value = line.partition("=")
@@ -145,7 +148,7 @@ def venv_python(work: Path = WORK) -> Path:
 
 def ensure_venv(work: Path = WORK, log=print) -> Path:
     """The replay environment with Colab's versions, made (again) when :data:`COLAB` or the Python changed."""
-    wanted = hashlib.sha256(json.dumps([platform.python_version(), COLAB_PIP, COLAB]).encode()).hexdigest()
+    wanted = hashlib.sha256(json.dumps([platform.python_version(), COLAB_PIP, COLAB, "compiled"]).encode()).hexdigest()
     stamp = work / "venv" / ".colab-versions"
     python = venv_python(work)
     baseline = work / "venv" / ".colab-baseline"
