@@ -2,34 +2,51 @@
 package, with nbclient, as a student runs them (slow): answered with the solution, every visible check passes and
 nothing fails; left blank, the only error is the stubs' NotImplementedError, in every check and test cell. This
 catches a release that calls a check or package name that no longer exists, which no nbgrader run of the source
-would see."""
+would see. The kernels are ipykernels forked from a template that imported torch (as the autograde tests')."""
 
 from __future__ import annotations
 
 import contextlib
 import io
+import os
+from pathlib import Path
 
 import nbformat
 import pytest
-from helpers.nbgrader_course import answered_release, grade_id, read, student_namespace
+from helpers.nbgrader_course import answered_release, forked_kernels, grade_id, read, student_namespace
+from jupyter_client.kernelspec import KernelSpecManager
+from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
 
 import manyheads as mh
 from manyheads.course.exercises import EXERCISES, Exercise
 from manyheads.course.layout import REPO
+from manyheads_grader.sandbox import PLAIN_KERNEL_NAME
 
 pytestmark = pytest.mark.slow
 
 
-def _execute(exercise: Exercise, nb: nbformat.NotebookNode, allow_errors: bool) -> nbformat.NotebookNode:
+@pytest.fixture(scope="module")
+def kernel(tmp_path_factory) -> dict[str, str]:
+    """The environment of an ipykernel forked from a template with torch imported (the kernels of the autograde
+    tests, helpers.nbgrader_course.forked_kernels), so that each notebook does not spend seconds importing torch."""
+    with forked_kernels(tmp_path_factory.mktemp("kernels"), 1) as [(_, env)]:
+        yield env
+
+
+def _execute(
+    exercise: Exercise, nb: nbformat.NotebookNode, allow_errors: bool, kernel: dict[str, str]
+) -> nbformat.NotebookNode:
     path = REPO.release(exercise.stem)
-    NotebookClient(
-        nb,
-        timeout=300,
-        kernel_name="python3",
-        allow_errors=allow_errors,
-        resources={"metadata": {"path": str(path.parent)}},
-    ).execute()
+    specs = KernelSpecManager(kernel_dirs=[str(Path(kernel["JUPYTER_PATH"]) / "kernels")])
+    km = KernelManager(kernel_name=PLAIN_KERNEL_NAME, kernel_spec_manager=specs)
+    try:
+        NotebookClient(
+            nb, km=km, timeout=300, allow_errors=allow_errors, resources={"metadata": {"path": str(path.parent)}}
+        ).execute(env={**os.environ, **kernel})
+    finally:  # nbclient leaves running a kernel whose manager it was given
+        if km.has_kernel:
+            km.shutdown_kernel(now=True)
     return nb
 
 
@@ -48,8 +65,8 @@ def _errors(nb: nbformat.NotebookNode) -> list[tuple[str, str]]:
 
 
 @pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.stem)
-def test_answered_release_passes_every_visible_check(exercise):
-    nb = _execute(exercise, answered_release(exercise), allow_errors=False)  # raises on the first error
+def test_answered_release_passes_every_visible_check(exercise, kernel):
+    nb = _execute(exercise, answered_release(exercise), allow_errors=False, kernel=kernel)  # raises on the first error
     assert _errors(nb) == []
     cells = {grade_id(c): c for c in nb.cells}
     solution = student_namespace(exercise)
@@ -62,8 +79,8 @@ def test_answered_release_passes_every_visible_check(exercise):
 
 
 @pytest.mark.parametrize("exercise", EXERCISES, ids=lambda e: e.stem)
-def test_blank_release_fails_only_with_not_implemented_error(exercise):
-    nb = _execute(exercise, read(REPO.release(exercise.stem)), allow_errors=True)
+def test_blank_release_fails_only_with_not_implemented_error(exercise, kernel):
+    nb = _execute(exercise, read(REPO.release(exercise.stem)), allow_errors=True, kernel=kernel)
     found = _errors(nb)
     # (an assignment graded only by hand, the capstone, has no answer that raises: it runs to the end)
     assert {name for _, name in found} == ({"NotImplementedError"} if exercise.code_parts else set()), found
