@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import uuid
 from pathlib import Path
 
 import nbformat
@@ -39,7 +40,9 @@ def _execute(
 ) -> nbformat.NotebookNode:
     path = REPO.release(exercise.stem)
     specs = KernelSpecManager(kernel_dirs=[str(Path(kernel["JUPYTER_PATH"]) / "kernels")])
-    km = KernelManager(kernel_name=PLAIN_KERNEL_NAME, kernel_spec_manager=specs)
+    # the connection file in the template's runtime folder: the kernel's launcher looks for the template there
+    connection = Path(kernel["JUPYTER_RUNTIME_DIR"]) / f"kernel-{uuid.uuid4()}.json"
+    km = KernelManager(kernel_name=PLAIN_KERNEL_NAME, kernel_spec_manager=specs, connection_file=str(connection))
     try:
         NotebookClient(
             nb, km=km, timeout=300, allow_errors=allow_errors, resources={"metadata": {"path": str(path.parent)}}
