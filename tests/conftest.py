@@ -2,6 +2,9 @@
 of every exercise, real nbgrader), course/ (hygiene, release, grading), book/ (chapters executed once, the built book).
 Helper modules live in helpers/ (tests/ is on sys.path through pyproject's pytest ``pythonpath``)."""
 
+import json
+import os
+
 import pytest
 
 # pytest's detailed assertion messages also inside the helper modules the tests import.
@@ -21,3 +24,26 @@ def pytest_configure(config):
 
     run = os.environ.get("PYTEST_XDIST_TESTRUNUID") or uuid.uuid4().hex
     os.environ.setdefault(CACHE_ENV, os.path.join(tempfile.gettempdir(), f"manyheads-train-cache-{run}"))
+
+
+# Each test phase's worker, start and stop, for tools/test_budget.py (which worker was busy when, and with what).
+TIMELINE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "_build", "test-timeline.jsonl")
+
+
+def _controller() -> bool:
+    return "PYTEST_XDIST_WORKER" not in os.environ  # the controller, or a run without pytest-xdist
+
+
+def pytest_sessionstart(session):
+    if _controller():
+        os.makedirs(os.path.dirname(TIMELINE), exist_ok=True)
+        open(TIMELINE, "w").close()
+
+
+def pytest_runtest_logreport(report):
+    if _controller() and getattr(report, "start", None):
+        worker = getattr(getattr(report, "node", None), "gateway", None)
+        row = {"test": report.nodeid, "when": report.when, "start": report.start, "stop": report.stop}
+        row["worker"] = worker.id if worker else "main"
+        with open(TIMELINE, "a", encoding="utf-8") as f:
+            f.write(json.dumps(row) + "\n")

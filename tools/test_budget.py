@@ -35,6 +35,7 @@ BUDGET = ROOT / "tests" / "budget.toml"
 SPEED = ROOT / "_build" / "test-speed.json"
 REPORT = ROOT / "_build" / "test-report.xml"
 DURATIONS = ROOT / "_build" / "test-durations.json"
+TIMELINE = ROOT / "_build" / "test-timeline.jsonl"  # written by tests/conftest.py: each test phase's worker and times
 SLOWEST = 8  # tests named per folder over budget
 
 
@@ -154,6 +155,24 @@ def table(run: Run, budget: dict, factor: float) -> str:
     return "\n".join(lines)
 
 
+def workers(timeline: Path = TIMELINE) -> str:
+    """Each pytest worker's busy time and when it finished (from the run's start): an idle worker at the end means
+    the last files are too big for the other one to share."""
+    if not timeline.is_file():
+        return ""
+    rows = [json.loads(line) for line in timeline.read_text(encoding="utf-8").splitlines() if line.strip()]
+    if not rows:
+        return ""
+    start = min(r["start"] for r in rows)
+    lines = []
+    for worker in sorted({r["worker"] for r in rows}):
+        mine = [r for r in rows if r["worker"] == worker]
+        busy = sum(r["stop"] - r["start"] for r in mine)
+        end = max(r["stop"] for r in mine) - start
+        lines.append(f"  {worker}: busy {busy:.0f} s, finished {end:.0f} s after the start")
+    return "\n".join(["Workers:", *lines])
+
+
 # --- the commands ---------------------------------------------------------------------------------------------------
 
 
@@ -183,6 +202,7 @@ def check(report: Path = REPORT, speed_file: Path = SPEED, budget: dict | None =
     run = read_report(report)
     print(f"Test time against tests/budget.toml (this machine takes {factor:.2f}x the reference's time):")
     print(table(run, budget, factor))
+    print(workers())
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(
         json.dumps({"speed": factor, "wall_s": run.wall_s, "folders": by_folder(run), "tests": run.tests}, indent=1)
