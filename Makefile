@@ -36,7 +36,10 @@ env: $(STAMP) data
 # line). torch's OpenMP threads spin at every barrier by default; two builds side by side on 2 cores (4 busy threads)
 # then spin against each other: a small torch loop ran 4.6x slower beside a copy of itself, and chapter 5 took 641 s
 # instead of 87 s. Sleeping idle threads (PASSIVE) keep two threads' speed alone (+10 %) and 1.4x beside a copy.
+# tools/build_book.py executes two chapters at a time (jupyter-book's build with Sphinx's parallel read: 402 s
+# against 765 s one at a time on the 2-core machine); BOOK_JOBS=1 builds one at a time.
 BOOK_ENV := OMP_WAIT_POLICY=PASSIVE
+BOOK_JOBS ?= 2
 CACHE := _build/.jupyter_cache
 book: $(STAMP) data vendor
 	@sources="$$(find src requirements.txt requirements-models.txt -type f \( -name '*.py' -o -name '*.conll' -o -name '*.txt' \) | LC_ALL=C sort)"; \
@@ -45,8 +48,8 @@ book: $(STAMP) data vendor
 	  [ -d _build/.doctrees ] && echo "The manyheads package or requirements.txt changed: every chapter runs again."; \
 	  rm -rf $(CACHE) _build/.doctrees; \
 	fi; \
-	$(BIN)/python tools/book_plan.py --cache $(CACHE); \
-	$(BOOK_ENV) $(BIN)/jupyter-book build . -W -n --keep-going && echo "$$fingerprint" > $(CACHE)/manyheads.sha256
+	$(BIN)/python tools/book_plan.py --cache $(CACHE) --jobs $(BOOK_JOBS); \
+	$(BOOK_ENV) $(BIN)/python tools/build_book.py --jobs $(BOOK_JOBS) . -W -n --keep-going && echo "$$fingerprint" > $(CACHE)/manyheads.sha256
 
 # The JavaScript the pages need (MathJax, require.js, the widget manager), pinned and checked, into _vendor/.
 vendor:

@@ -3,7 +3,7 @@ outputs in _build/.jupyter_cache are missing or out of date) and about how long 
 of ``benchmarks/chapters.py --solo`` (benchmarks/results/chapters_solo.json: the median of runs alone on the
 machine named there). A first build otherwise prints nothing for the ten minutes its chapters take.
 
-Run: .venv/bin/python tools/book_plan.py [--cache _build/.jupyter_cache]
+Run: .venv/bin/python tools/book_plan.py [--cache _build/.jupyter_cache] [--jobs N]
 """
 
 from __future__ import annotations
@@ -42,7 +42,9 @@ def solo_seconds(timings: Path = TIMINGS) -> tuple[dict[str, float], str]:
     return {row["chapter"]: float(row["solo_s"]) for row in data["rows"]}, where
 
 
-def plan_line(stale: list[Path], total: int, seconds: dict[str, float], where: str) -> str:
+def plan_line(stale: list[Path], total: int, seconds: dict[str, float], where: str, jobs: int = 1) -> str:
+    """The line; with ``jobs`` chapters executed at a time (tools/build_book.py), the time is their total shared out,
+    and never less than the slowest chapter's."""
     if not stale:
         return f"make book: all {total} chapters are cached; nothing to execute."
     known = [seconds[c.stem] for c in stale if c.stem in seconds]
@@ -50,8 +52,9 @@ def plan_line(stale: list[Path], total: int, seconds: dict[str, float], where: s
     head = f"make book: executing {len(stale)} of {total} chapters"
     if not known:
         return f"{head} (no timings yet: benchmarks/chapters.py --solo); this takes minutes."
-    minutes = sum(known) / 60
-    line = f"{head}, about {minutes:.0f} min ({where}; benchmarks/results/chapters_solo.json)"
+    minutes = max(sum(known) / max(1, jobs), max(known)) / 60
+    at_once = f", {jobs} at a time" if jobs > 1 else ""
+    line = f"{head}{at_once}, about {minutes:.0f} min ({where}; benchmarks/results/chapters_solo.json)"
     if unknown:
         line += f", plus {', '.join(unknown)} (not timed yet)"
     return line + "."
@@ -60,10 +63,11 @@ def plan_line(stale: list[Path], total: int, seconds: dict[str, float], where: s
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cache", type=Path, default=ROOT / "_build" / ".jupyter_cache")
+    parser.add_argument("--jobs", type=int, default=1, help="chapters executed at a time (tools/build_book.py)")
     args = parser.parse_args()
     chapters = sorted((ROOT / "chapters").glob("*.ipynb"))
     seconds, where = solo_seconds()
-    print(plan_line(stale_chapters(args.cache, chapters), len(chapters), seconds, where), flush=True)
+    print(plan_line(stale_chapters(args.cache, chapters), len(chapters), seconds, where, args.jobs), flush=True)
 
 
 if __name__ == "__main__":

@@ -1,14 +1,15 @@
-"""The book, built once per test run (conftest.py's ``book``): every chapter executed (once, by the build), no
-warnings, and pages that work in a real browser with no network.
+"""The book, built once per test run (conftest.py's ``book``): every chapter executed (once, by the build), no warnings,
+and pages that work in a real browser with no network.
 
-The whole book is built with ``jupyter-book build -W -n --keep-going`` into a temporary folder, which executes every
-chapter through jupyter-cache. The chapter tests read the executed notebooks and run times from that build instead
-of running the chapters again. The build is shared with test_claims.py and test_phone_layout.py: conftest.py builds
-it once per run under a file lock, whichever pytest-xdist worker asks first.
+The whole book is built with ``jupyter-book build -W -n --keep-going`` (through tools/build_book.py, two chapters at a
+time, as ``make book`` builds it) into a temporary folder, which executes every chapter through jupyter-cache. The
+chapter tests read the executed notebooks and run times from that build instead of running the chapters again. The build
+is shared with test_claims.py and test_phone_layout.py: conftest.py builds it once per run under a file lock, whichever
+pytest-xdist worker asks first.
 
 The pages are opened in headless Chromium from Debian (driven by Playwright) at desktop and phone widths, with every
-request outside the built book blocked and counted as a failure, so any script, style or font fetched from the
-internet would fail a test.
+request outside the built book blocked and counted as a failure, so any script, style or font fetched from the internet
+would fail a test.
 """
 
 from __future__ import annotations

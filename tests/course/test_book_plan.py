@@ -27,6 +27,11 @@ def test_the_line_counts_the_chapters_and_sums_their_solo_times(tmp_path):
     assert line.startswith("make book: executing 3 of 3 chapters, about 3 min") and "03_c (not timed yet)" in line
     assert plan.plan_line([], 3, seconds, where) == "make book: all 3 chapters are cached; nothing to execute."
     assert "no timings yet" in plan.plan_line(stale, 3, {}, "")
+    # two at a time (tools/build_book.py): the total shared out, but never less than the slowest chapter
+    assert plan.plan_line(stale, 3, seconds, where, jobs=2).startswith(
+        "make book: executing 3 of 3 chapters, 2 at a time, about 2 min"
+    )
+    assert "about 2 min" in plan.plan_line(stale, 3, seconds, where, jobs=8)
 
 
 def test_a_chapter_is_stale_until_its_run_is_cached(tmp_path):
@@ -50,4 +55,4 @@ def test_a_chapter_is_stale_until_its_run_is_cached(tmp_path):
 def test_the_makefile_prints_the_line_before_the_build():
     makefile = (REPO.root / "Makefile").read_text()
     book = makefile.split("\nbook:", 1)[1].split("\n\n", 1)[0]
-    assert book.index("tools/book_plan.py") < book.index("jupyter-book build")
+    assert book.index("tools/book_plan.py") < book.index("tools/build_book.py")
