@@ -58,11 +58,13 @@ vendor:
 # Every test: the linter, then package, notebook hygiene, exercise pipeline with real nbgrader, chapter execution.
 # Two pytest workers on two cores, so each process (and every notebook kernel they start) gets one torch thread:
 # two threads sharing one core with the other worker spin and ran chapter 5 three to four times slower (measured).
+# Whole files go to the workers (--dist loadfile) in the order tests/budget.toml's [schedule] gives (the book's build
+# and the other runs of minutes first, the files that read the book last; --no-loadscope-reorder keeps that order).
 # Around pytest, the time budget (tests/budget.toml, tools/test_budget.py): first this machine's speed, last each
 # test folder's time against its budget; a folder over it fails the run and names its slowest tests.
 test: lint $(STAMP) data vendor system-packages
 	$(BIN)/python tools/test_budget.py calibrate
-	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(BIN)/python -m pytest -n 2 --dist loadfile --timeout=1800 --durations=30 --junitxml=_build/test-report.xml
+	OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 $(BIN)/python -m pytest -n 2 --dist loadfile --no-loadscope-reorder --timeout=1800 --durations=30 --junitxml=_build/test-report.xml
 	$(BIN)/python tools/test_budget.py check
 
 # The Colab replay (tools/colab_replay.py): what a student gets from the links, taken from git's objects (the

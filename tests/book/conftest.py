@@ -1,8 +1,9 @@
 """The book, built once per test run and shared by every file of tests/book that reads it.
 
-Only test_book.py reads it (``make test`` runs pytest-xdist with ``--dist loadfile``, which keeps that file on one
-worker, so no other worker waits for the build); the build goes into the run's temporary folder under a file lock,
-so a second reader in the same run would wait for it and read the same build. With ``MANYHEADS_BOOK_BUILD=DIR``
+test_book.py builds it: ``make test`` runs pytest-xdist with ``--dist loadfile`` and hands that file out first
+(tests/budget.toml's ``[schedule]``), and the other files that read the book last, so that no worker waits long for
+the build. The build goes into the run's temporary folder under a file lock, so a second reader in the same run waits
+for it and reads the same build. With ``MANYHEADS_BOOK_BUILD=DIR``
 (a ``_build`` folder that ``make book`` made, as the publishing workflow does) the tests read that build instead.
 """
 

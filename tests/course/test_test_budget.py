@@ -4,6 +4,7 @@ budget by the machine's measured speed so that a slow machine is not taken for a
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import json
 import re
@@ -114,3 +115,48 @@ def test_the_committed_budget_covers_every_test_folder_and_make_test_checks_it()
     assert "tools/test_budget.py calibrate" in steps[0]
     assert "--junitxml=_build/test-report.xml" in steps[1] and "pytest" in steps[1]
     assert "tools/test_budget.py check" in steps[2]
+
+
+def _reads_the_book(path) -> bool:
+    """Whether a test file's tests or fixtures take tests/book/conftest.py's ``book`` fixture."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    functions = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)]
+    return any(arg.arg == "book" for f in functions for arg in f.args.args)
+
+
+def test_the_schedule_starts_the_build_first_and_its_readers_last():
+    """pytest-xdist hands out files in tests/budget.toml's order: the file that builds the book first, every other
+    file that reads the book last (a worker that reached one earlier would wait for the build)."""
+    schedule = tool.load_budget()["schedule"]
+    first, last = schedule["first"], schedule["last"]
+    for name in first + last:
+        assert (REPO.root / name).is_file(), name
+    assert not set(first) & set(last)
+    assert first[0] == "tests/book/test_book.py" and _reads_the_book(REPO.root / first[0])
+    readers = {f"tests/book/{p.name}" for p in (REPO.root / "tests" / "book").glob("test_*.py") if _reads_the_book(p)}
+    assert readers - {first[0]} == set(last)
+    makefile = (REPO.root / "Makefile").read_text(encoding="utf-8")
+    assert "--dist loadfile --no-loadscope-reorder" in makefile
+
+
+def test_the_collection_follows_the_schedule(pytestconfig):
+    """tests/conftest.py's ordering, on the files this run collected."""
+    import conftest
+
+    class Item:
+        def __init__(self, nodeid):
+            self.nodeid = nodeid
+
+    schedule = tool.load_budget()["schedule"]
+    names = ["tests/course/test_a.py::t", schedule["last"][0] + "::t1", schedule["first"][1] + "::t"]
+    names += [schedule["first"][0] + "::t2", "tests/package/test_b.py::t", schedule["first"][0] + "::t1"]
+    items = [Item(n) for n in names]
+    conftest.pytest_collection_modifyitems(None, pytestconfig, items)
+    assert [i.nodeid for i in items] == [
+        schedule["first"][0] + "::t2",
+        schedule["first"][0] + "::t1",
+        schedule["first"][1] + "::t",
+        "tests/course/test_a.py::t",
+        "tests/package/test_b.py::t",
+        schedule["last"][0] + "::t1",
+    ]

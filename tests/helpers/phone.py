@@ -1,5 +1,5 @@
 """Display equations that do not fit a phone: shared by tests/book/test_phone_layout.py (planted pages) and
-tests/book/test_book.py (the built chapters)."""
+tests/book/test_pages.py (the built chapters)."""
 
 from __future__ import annotations
 
