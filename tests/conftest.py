@@ -50,21 +50,7 @@ def pytest_runtest_logreport(report):
 
 
 def pytest_collection_modifyitems(session, config, items):
-    """The files of tests/budget.toml's ``[schedule]``: ``first`` at the front, in its order, ``last`` at the end; the
-    rest keep their order. pytest-xdist hands out files in this order (``--dist loadfile --no-loadscope-reorder``)."""
-    import tomllib
+    """Files that take minutes first, files that read the built book last (tests/helpers/schedule.py)."""
+    from helpers.schedule import order
 
-    budget = os.path.join(os.path.dirname(os.path.abspath(__file__)), "budget.toml")
-    with open(budget, "rb") as f:
-        schedule = tomllib.load(f).get("schedule", {})
-    first, last = schedule.get("first", []), schedule.get("last", [])
-
-    def rank(item) -> tuple[int, int]:
-        path = item.nodeid.split("::")[0]
-        if path in first:
-            return (0, first.index(path))
-        if path in last:
-            return (2, last.index(path))
-        return (1, 0)
-
-    items.sort(key=rank)  # a stable sort: the order within each file and among the rest is kept
+    order(items)

@@ -139,9 +139,9 @@ def test_the_schedule_starts_the_build_first_and_its_readers_last():
     assert "--dist loadfile --no-loadscope-reorder" in makefile
 
 
-def test_the_collection_follows_the_schedule(pytestconfig):
-    """tests/conftest.py's ordering, on the files this run collected."""
-    import conftest
+def test_the_collection_follows_the_schedule():
+    """tests/conftest.py's ordering (helpers/schedule.py)."""
+    from helpers.schedule import order
 
     class Item:
         def __init__(self, nodeid):
@@ -151,7 +151,7 @@ def test_the_collection_follows_the_schedule(pytestconfig):
     names = ["tests/course/test_a.py::t", schedule["last"][0] + "::t1", schedule["first"][1] + "::t"]
     names += [schedule["first"][0] + "::t2", "tests/package/test_b.py::t", schedule["first"][0] + "::t1"]
     items = [Item(n) for n in names]
-    conftest.pytest_collection_modifyitems(None, pytestconfig, items)
+    order(items)
     assert [i.nodeid for i in items] == [
         schedule["first"][0] + "::t2",
         schedule["first"][0] + "::t1",
