@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 from helpers.browser import WIDTHS, pages_of, visit_every_page
-from helpers.phone import wide_equations
+from helpers.phone import phone_browser, wide_equations
 
 from manyheads.course.layout import REPO
 
@@ -140,10 +140,16 @@ def test_a_screenshot_of_every_page_at_each_width(seen, book):
         assert expected <= shots, sorted(expected - shots)
 
 
+@pytest.fixture(scope="module")
+def browser():
+    with phone_browser() as launched:
+        yield launched
+
+
 @pytest.mark.browser
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
-def test_chapter_equations_fit_a_phone_or_scroll_with_a_cue(book, chapter):
+def test_chapter_equations_fit_a_phone_or_scroll_with_a_cue(book, chapter, browser):
     """At 390 px every display equation fits its column or scrolls with a visible cue (tests/helpers/phone.py)."""
     if book.returncode != 0:
         pytest.fail("the book did not build (see test_build_has_no_warnings)")
-    assert wide_equations((book.html / "chapters" / f"{chapter.stem}.html").resolve().as_uri()) == []
+    assert wide_equations((book.html / "chapters" / f"{chapter.stem}.html").resolve().as_uri(), browser) == []

@@ -165,15 +165,21 @@ def run_nbgrader(course: Path, *args: str, timeout: float = 600) -> tuple[int, s
     return finish(start_nbgrader(course, *args), timeout)
 
 
-def new_course(root: Path, stem: str) -> CourseLayout:
-    """A course with the config and one assignment's source, released *with* a gradebook (autograde needs it)."""
+def new_course(root: Path, *stems: str) -> CourseLayout:
+    """A course with the config and the assignments' sources, released *with* a gradebook (autograde needs it):
+    one ``generate_assignment`` per assignment (nbgrader takes one id, or a glob, at a time)."""
     course = CourseLayout(root)
     course.solutions_dir.mkdir(parents=True, exist_ok=True)
     shutil.copy2(REPO.config_file, course.config_file)
-    shutil.copytree(REPO.solution(stem).parent, course.solution(stem).parent)
-    status, output = run_nbgrader(course.root, "generate_assignment", stem, "--force")
+    for stem in stems:
+        shutil.copytree(REPO.solution(stem).parent, course.solution(stem).parent)
+    # one nbgrader process for them all: a glob over the source folders, each released as its own assignment
+    pattern = stems[0] if len(stems) == 1 else "[0-9]*"
+    status, output = run_nbgrader(course.root, "generate_assignment", pattern, "--force")
     assert status == 0, output
     assert (course.root / "gradebook.db").is_file()
+    for stem in stems:
+        assert course.release(stem).is_file(), output
     return course
 
 
@@ -269,43 +275,48 @@ def forked_kernels(folder: Path, count: int) -> Iterator[list[tuple[list[str], d
 
 
 def autograde_submissions(
-    base: Path, exercise: Exercise, answers: Mapping[str, Mapping[str, str]], copies: int = 2
-) -> dict:
-    """Release the exercise with a gradebook, submit the solution, the blank release and one notebook per student
-    (the release answered with the solution, then ``answers[student]`` ({function: source}) replacing some parts),
-    autograde them all with real nbgrader, and collect what it decided.
+    base: Path, answers: Mapping[Exercise, Mapping[str, Mapping[str, str]]], copies: int = 2
+) -> dict[str, dict]:
+    """Release the exercises with a gradebook, submit for each the solution, the blank release and one notebook per
+    student (the release answered with the solution, then ``answers[exercise][student]`` ({function: source})
+    replacing some parts), autograde them all with real nbgrader, and collect what it decided, by exercise.
 
-    The submissions are spread over ``copies`` copies of the course autograded at the same time (nbgrader grades one
-    submission after the other). Returns a JSON-able dict: returncode, log, max_score, grades {student: {grade_id:
-    (auto, max, needs_manual)}}, errors {student: [(cell, exception name, message)]}.
+    All the exercises are one nbgrader course, autograded by one ``nbgrader autograde`` per copy of the course with
+    an assignment glob: the submissions are spread over ``copies`` copies autograded at the same time (nbgrader grades
+    one submission after the other), so nbgrader and the kernels' template start once per copy, not once per exercise.
+    Returns {stem: JSON-able dict}: returncode and log (the run's, shared by the exercises), max_score, grades
+    {student: {grade_id: (auto, max, needs_manual)}}, errors {student: [(cell, exception name, message)]}.
     """
-    stem = exercise.stem
-    course = new_course(base / "course-0", stem)
-    submissions = {"solution": read(course.solution(stem)), "blank": read(course.release(stem))}
-    for student, replaced in answers.items():
-        submissions[student] = answered_release(exercise, replaced, course)
+    stems = [exercise.stem for exercise in answers]
+    course = new_course(base / "course-0", *stems)
+    submissions = []  # (stem, student, notebook)
+    for exercise, by_student in answers.items():
+        stem = exercise.stem
+        submissions += [(stem, "solution", read(course.solution(stem))), (stem, "blank", read(course.release(stem)))]
+        submissions += [(stem, s, answered_release(exercise, replaced, course)) for s, replaced in by_student.items()]
     courses = [course] + [CourseLayout(base / f"course-{i}") for i in range(1, copies)]
     for other in courses[1:]:
         shutil.copytree(course.root, other.root)
-    for i, (student, nb) in enumerate(submissions.items()):
-        submit(courses[i % copies], student, stem, nb)
+    where = {}  # (stem, student) -> the copy that grades it
+    for i, (stem, student, nb) in enumerate(submissions):
+        where[stem, student] = courses[i % copies]
+        submit(where[stem, student], student, stem, nb)
+    pattern = stems[0] if len(stems) == 1 else "[0-9]*"
     with forked_kernels(base / "kernels", copies) as kernels:
         started = [
-            start_nbgrader(c.root, "autograde", stem, "--force", *args, env=env)
+            start_nbgrader(c.root, "autograde", pattern, "--force", *args, env=env)
             for c, (args, env) in zip(courses, kernels)
         ]
-        finished = [finish(p) for p in started]
-    found: dict = {
-        "returncode": max(status for status, _ in finished),
-        "log": "".join(out for _, out in finished),
-        "max_score": max_score(course, stem),
-        "grades": {},
-        "errors": {},
-    }
-    for c in courses:
-        found["grades"].update(grades(c, stem))
-    for i, student in enumerate(submissions):
-        found["errors"][student] = errors(courses[i % copies], student, stem)
+        finished = [finish(p, timeout=1500) for p in started]
+    run = {"returncode": max(status for status, _ in finished), "log": "".join(out for _, out in finished)}
+    found: dict[str, dict] = {}
+    for stem in stems:
+        graded = {}
+        for c in courses:
+            graded.update(grades(c, stem))
+        found[stem] = {**run, "max_score": max_score(course, stem), "grades": graded, "errors": {}}
+    for stem, student, _ in submissions:
+        found[stem]["errors"][student] = errors(where[stem, student], student, stem)
     return found
 
 

@@ -3,6 +3,8 @@ tests/book/test_pages.py (the built chapters)."""
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 
 from helpers.browser import CHROMIUM
@@ -29,8 +31,10 @@ WIDE_EQUATIONS = """() => {
 }"""
 
 
-def wide_equations(url: str) -> list[str]:
-    """Display equations on the page at ``url`` that are wider than their column at 390 px with no scroll cue."""
+@contextlib.contextmanager
+def phone_browser():
+    """One headless Chromium (Debian's, driven by Playwright) for :func:`wide_equations`, so that a run of pages
+    starts the browser once; each page still opens in a fresh context of its own."""
     from playwright.sync_api import sync_playwright
 
     if CHROMIUM is None:
@@ -38,15 +42,28 @@ def wide_equations(url: str) -> list[str]:
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
         try:
-            page = browser.new_page(viewport={"width": PHONE[0], "height": PHONE[1]})
-            page.route("**/*", lambda r: r.continue_() if r.request.url.startswith(("file:", "data:")) else r.abort())
-            page.goto(url, wait_until="load")
-            try:
-                page.wait_for_function(
-                    "() => !document.querySelector('.math') || document.querySelector('mjx-container')", timeout=30_000
-                )
-            except Exception:  # noqa: BLE001 (a page without MathJax: the planted fixture)
-                pass
-            return page.evaluate(WIDE_EQUATIONS)
+            yield browser
         finally:
             browser.close()
+
+
+def wide_equations(url: str, browser=None) -> list[str]:
+    """Display equations on the page at ``url`` that are wider than their column at 390 px with no scroll cue;
+    ``browser`` (from :func:`phone_browser`) or a browser of its own."""
+    if browser is None:
+        with phone_browser() as own:
+            return wide_equations(url, own)
+    context = browser.new_context(viewport={"width": PHONE[0], "height": PHONE[1]})  # fresh storage
+    try:
+        page = context.new_page()
+        page.route("**/*", lambda r: r.continue_() if r.request.url.startswith(("file:", "data:")) else r.abort())
+        page.goto(url, wait_until="load")
+        try:
+            page.wait_for_function(
+                "() => !document.querySelector('.math') || document.querySelector('mjx-container')", timeout=30_000
+            )
+        except Exception:  # noqa: BLE001 (a page without MathJax: the planted fixture)
+            pass
+        return page.evaluate(WIDE_EQUATIONS)
+    finally:
+        context.close()
