@@ -19,9 +19,7 @@ def autograded(tmp_path_factory, worker_id):
 
     def get(exercise: Exercise) -> dict:
         if not found:
-            answers = {
-                e: {student: s.answers for student, s in cases.submissions(e.stem).items()} for e in EXERCISES
-            }
+            answers = {e: {student: s.answers for student, s in cases.submissions(e.stem).items()} for e in EXERCISES}
             found.update(
                 once_per_run(
                     tmp_path_factory,
