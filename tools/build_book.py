@@ -38,6 +38,32 @@ def slowest_first(docnames: list[str], nproc: int, maxbatch: int = 10) -> list[l
     return [[name] for name in sorted(docnames, key=lambda name: (-seconds.get(name, 0.0), name))]
 
 
+def reader_traceback(result) -> str | None:
+    """The traceback of a document that failed in a reader process, which the build's own message leaves out.
+
+    Sphinx re-raises a reader process's exception as ``SphinxParallelError`` whose message is the exception's
+    one-line text: for a chapter whose cell failed, myst-nb's ``ExecutionError`` names only the notebook, and the
+    cell's error (its ``__cause__``) and myst-nb's warning stay in the reader process. Its formatted traceback, cause
+    included, travels in the error's ``traceback``; a serial build would have shown it."""
+    from sphinx.errors import SphinxParallelError
+
+    if isinstance(result, SphinxParallelError) and result.traceback:
+        return str(result.traceback)
+    return None
+
+
+def _showing_reader_tracebacks(build_sphinx):
+    @functools.wraps(build_sphinx)
+    def build(*args, **kwargs):
+        result = build_sphinx(*args, **kwargs)
+        found = reader_traceback(result)
+        if found:
+            print(f"\nThe document that failed, as its reader process reported it:\n{found}", file=sys.stderr)
+        return result
+
+    return build
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], add_help=False)
     parser.add_argument("--jobs", type=int, default=int(os.environ.get("MANYHEADS_BOOK_JOBS", "2")))
@@ -49,7 +75,9 @@ def main(argv: list[str] | None = None) -> int:
     sphinx.builders.make_chunks = slowest_first  # the name Builder._read_parallel calls
 
     # the build command imports build_sphinx from jupyter_book.sphinx when it runs
-    jupyter_book.sphinx.build_sphinx = functools.partial(jupyter_book.sphinx.build_sphinx, jobs=max(1, args.jobs))
+    jupyter_book.sphinx.build_sphinx = _showing_reader_tracebacks(
+        functools.partial(jupyter_book.sphinx.build_sphinx, jobs=max(1, args.jobs))
+    )
     try:
         cli.main(["build", *rest], standalone_mode=False)
     except SystemExit as exc:
