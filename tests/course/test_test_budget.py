@@ -78,7 +78,16 @@ def test_budgets_scale_with_the_machine_s_speed(tmp_path):
     assert _check(tmp_path, 200.0, cases, speed=1.0)[0] == 1
     status, printed = _check(tmp_path, 200.0, cases, speed=2.0)  # a machine that takes twice as long
     assert status == 0, printed
-    assert "takes 2.00x the reference's time" in printed
+    assert "takes 2.00x the reference's time; budgets x 2.00" in printed
+
+
+def test_a_machine_that_reads_faster_than_the_reference_keeps_the_reference_s_budgets(tmp_path):
+    """A quick calibration does not tighten the budgets: the workloads read faster than the suite runs under load."""
+    cases = {"tests/grader/test_g.py::test_g": 45.0}  # the grader's budget is 40 (+25 %: 50); x 0.5 it would fail
+    status, printed = _check(tmp_path, 50.0, cases, speed=0.5)
+    assert status == 0, printed
+    assert "takes 0.50x the reference's time; budgets x 1.00" in printed
+    assert _check(tmp_path, 50.0, {"tests/grader/test_g.py::test_g": 51.0}, speed=0.5)[0] == 1
 
 
 def test_a_folder_without_a_budget_fails(tmp_path):
