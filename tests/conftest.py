@@ -16,7 +16,6 @@ def pytest_configure(config):
     earlier one (the exercise's read-only cells, in every graded submission) loads it. The pytest-xdist workers
     inherit the controller's environment, so they share the folder; a new run starts empty, so every model is
     still trained for real once per run. The package's own training tests turn it off (tests/package/conftest.py)."""
-    import os
     import tempfile
     import uuid
 

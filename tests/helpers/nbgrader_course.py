@@ -165,17 +165,22 @@ def run_nbgrader(course: Path, *args: str, timeout: float = 600) -> tuple[int, s
     return finish(start_nbgrader(course, *args), timeout)
 
 
+def every_assignment(stems: list[str] | tuple[str, ...]) -> str:
+    """nbgrader's assignment argument for every assignment of a course made by :func:`new_course`: the one id, or a
+    glob (nbgrader matches the id against the folders, and such a course holds only these assignments), so that
+    one nbgrader process handles them all, each as its own assignment."""
+    return stems[0] if len(stems) == 1 else "*"
+
+
 def new_course(root: Path, *stems: str) -> CourseLayout:
-    """A course with the config and the assignments' sources, released *with* a gradebook (autograde needs it):
-    one ``generate_assignment`` per assignment (nbgrader takes one id, or a glob, at a time)."""
+    """A course with the config and the assignments' sources, released *with* a gradebook (autograde needs it) by
+    one ``generate_assignment`` over :func:`every_assignment`."""
     course = CourseLayout(root)
     course.solutions_dir.mkdir(parents=True, exist_ok=True)
     shutil.copy2(REPO.config_file, course.config_file)
     for stem in stems:
         shutil.copytree(REPO.solution(stem).parent, course.solution(stem).parent)
-    # one nbgrader process for them all: a glob over the source folders, each released as its own assignment
-    pattern = stems[0] if len(stems) == 1 else "[0-9]*"
-    status, output = run_nbgrader(course.root, "generate_assignment", pattern, "--force")
+    status, output = run_nbgrader(course.root, "generate_assignment", every_assignment(stems), "--force")
     assert status == 0, output
     assert (course.root / "gradebook.db").is_file()
     for stem in stems:
@@ -301,10 +306,9 @@ def autograde_submissions(
     for i, (stem, student, nb) in enumerate(submissions):
         where[stem, student] = courses[i % copies]
         submit(where[stem, student], student, stem, nb)
-    pattern = stems[0] if len(stems) == 1 else "[0-9]*"
     with forked_kernels(base / "kernels", copies) as kernels:
         started = [
-            start_nbgrader(c.root, "autograde", pattern, "--force", *args, env=env)
+            start_nbgrader(c.root, "autograde", every_assignment(stems), "--force", *args, env=env)
             for c, (args, env) in zip(courses, kernels)
         ]
         finished = [finish(p, timeout=1500) for p in started]
