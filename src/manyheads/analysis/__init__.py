@@ -1,6 +1,7 @@
 """Measuring what heads do, from their weights and their attention.
 
 :mod:`~manyheads.analysis.claims` (comparing words from measured values and intervals; chapters 5-7),
+:mod:`~manyheads.analysis.budget_checks` (a verdict from training against its committed longer run; chapters 1-7),
 :mod:`~manyheads.analysis.collect` (attention out of the models: per offset, per word piece, per word),
 :mod:`~manyheads.analysis.heads` (per-head statistics: entropy, offsets, surface statistics, taxonomy; chapter 4),
 :mod:`~manyheads.analysis.probing` (heads as syntax and coreference probes; chapter 4),
