@@ -8,7 +8,7 @@ the same way.
 
 from __future__ import annotations
 
-__all__ = ["glue"]
+__all__ = ["glue", "glue_with_floor"]
 
 
 def glue(name: str, value, display: bool = True) -> None:
@@ -24,3 +24,14 @@ def glue(name: str, value, display: bool = True) -> None:
             show(value)
         return
     myst_glue(name, value, display=display)
+
+
+def glue_with_floor(name: str, value, floor, display: bool = False) -> None:
+    """Glue an instrument's score under ``name`` and the same instrument's floor (its score when the effect is
+    absent: every head or all attention removed, or a reference such as uniform guessing for a loss) under
+    ``<name>_floor``. A sentence that quotes ``name`` must quote ``<name>_floor`` in the same paragraph
+    (tests/helpers/claims.py, rule 5; CONTRIBUTING, "An instrument carries its floor wherever it is used")."""
+    if value is None or floor is None:
+        raise ValueError(f"{name}: a score and its floor are both needed, got {value!r} and {floor!r}")
+    glue(name, value, display=display)
+    glue(f"{name}_floor", floor, display=False)
