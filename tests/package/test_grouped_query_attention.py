@@ -179,19 +179,59 @@ def test_decoding_speed_measures_the_bytes_the_formula_gives():
         mh.decoding_speed(decoder, [0])
 
 
-def test_decoding_step_bytes_counts_every_weight_once_and_the_cache_per_pass():
-    step = mh.decoding_step_bytes(1000, n_layers=2, n_kv_heads=3, d_head=8, context=10, bytes_per_element=2)
-    assert step.weights == 2000 and step.cache == 2 * 2 * 3 * 8 * 10 * 2 and step.total == step.weights + step.cache
-    copied = mh.decoding_step_bytes(1000, 2, 3, 8, 10, bytes_per_element=2, cache_passes=3)
-    assert copied.cache == 3 * step.cache and copied.weights == step.weights
-    # SmolLM2 at 2,048 tokens, 16-bit (facts.md §19: 69,120 and 7,680 bytes per token for 9 and 1 K/V heads): the
-    # byte model predicts about 1.44x for 1 K/V head against 9, as the reader computed.
-    n = 134_515_008
-    nine, one = (mh.decoding_step_bytes(n, 30, g, 64, 2048) for g in (9, 1))
-    assert nine.cache == 69_120 * 2048 and one.cache == 7_680 * 2048
-    assert nine.total / one.total == pytest.approx(1.44, abs=0.005)
+def test_decoding_step_bytes_counts_each_models_own_weights_once_and_the_cache_per_pass():
+    decoder = _tiny_decoder(n_heads=6, n_kv_heads=2)
+    n_params = sum(p.numel() for p in decoder.parameters())
+    step = mh.decoding_step_bytes(decoder, context=10, bytes_per_element=2)
+    assert step.n_parameters == n_params and step.weights == 2 * n_params
+    assert step.cache == 2 * 2 * 2 * 8 * 10 * 2 and step.total == step.weights + step.cache
+    assert (step.n_kv_heads, step.context, step.precision) == (2, 10, "16-bit")
+    copied = mh.decoding_step_bytes(decoder, 10, bytes_per_element=4, cache_passes=3)
+    assert copied.cache == 3 * 2 * step.cache and copied.weights == 2 * step.weights and copied.precision == "float32"
+    # Each K/V variant brings its own weights: repeating 2 K/V heads as 6 adds 2 layers x (W_k + W_v) x 4 heads x
+    # d_head x d_model; mean-pooling to 1 removes one head's worth.
+    six, one = (
+        mh.decoding_step_bytes(mh.repeat_kv_heads(decoder, 6), 10),
+        mh.decoding_step_bytes(mh.group_kv_heads(decoder, 1), 10),
+    )
+    assert six.n_parameters - n_params == 2 * 2 * 4 * 8 * 48 and n_params - one.n_parameters == 2 * 2 * 1 * 8 * 48
+    assert mh.predicted_speedup(one, six) == pytest.approx(six.total / one.total)
     with pytest.raises(ValueError, match="cache_passes"):
-        mh.decoding_step_bytes(n, 30, 1, 64, 8, cache_passes=0)
+        mh.decoding_step_bytes(decoder, 8, cache_passes=0)
+
+
+def test_smollm2_variants_predict_the_speed_ups_of_their_own_weights():
+    """SmolLM2 with 9, 3 and 1 K/V heads has 147.8 / 134.5 / 130.1 M parameters (the reviewer's re-run, B-1); with
+    each variant's own weights the 16-bit byte model predicts 1.58x for 1 against 9 K/V heads at 2,048 tokens (one
+    count for all three gave 1.44x)."""
+    counts = {9: 147_786_048, 3: 134_515_008, 1: 130_091_328}
+    steps = {
+        g: mh.StepBytes(2 * n, mh.kv_cache_bytes(30, g, 64, 2048, 1, 2), n, g, 2048, 2, 1) for g, n in counts.items()
+    }
+    assert steps[9].cache == 69_120 * 2048 and steps[1].cache == 7_680 * 2048  # facts.md §19: bytes per token
+    assert mh.predicted_speedup(steps[1], steps[9]) == pytest.approx(1.584, abs=0.001)
+
+
+def test_a_byte_model_fed_one_parameter_count_for_variants_of_different_size_fails():
+    """The mistake of issue 35 (B-1), planted: the 3-K/V model's count given to the 9- and 1-K/V variants."""
+    n = 134_515_008
+    nine, one = (mh.StepBytes(2 * n, mh.kv_cache_bytes(30, g, 64, 2048, 1, 2), n, g, 2048, 2, 1) for g in (9, 1))
+    with pytest.raises(ValueError, match="same parameter count"):
+        mh.predicted_speedup(one, nine)
+    with pytest.raises(TypeError, match="not int"):
+        mh.decoding_step_bytes(n, 2048)  # the old signature: a bare count cannot be given any more
+
+
+def test_predicted_speedup_compares_like_with_like():
+    """A float32 prediction is never set beside a 16-bit one, nor two contexts or cache passes (B-2)."""
+    decoder = _tiny_decoder(n_heads=6, n_kv_heads=2)
+    one = mh.group_kv_heads(decoder, 1)
+    with pytest.raises(ValueError, match="bytes_per_element"):
+        mh.predicted_speedup(mh.decoding_step_bytes(one, 10, 4), mh.decoding_step_bytes(decoder, 10, 2))
+    with pytest.raises(ValueError, match="cache_passes"):
+        mh.predicted_speedup(mh.decoding_step_bytes(one, 10, cache_passes=3), mh.decoding_step_bytes(decoder, 10))
+    with pytest.raises(ValueError, match="context"):
+        mh.predicted_speedup(mh.decoding_step_bytes(one, 12), mh.decoding_step_bytes(decoder, 10))
 
 
 def test_compare_decoding_takes_turns_round_by_round_from_one_cache_per_model():

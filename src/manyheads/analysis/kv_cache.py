@@ -51,6 +51,7 @@ __all__ = [
     "decoding_table",
     "StepBytes",
     "decoding_step_bytes",
+    "predicted_speedup",
     "compare_decoding",
     "DecodeComparison",
     "decoding_comparison",
@@ -292,38 +293,96 @@ def decoding_comparison(
 
 @dataclass(frozen=True)
 class StepBytes:
-    """The bytes one decoding step reads: every weight once, and the cache ``cache_passes`` times."""
+    """The bytes one decoding step of one model reads: every weight once, and the cache ``cache_passes`` times.
+
+    It remembers what it was computed from (the model's own parameter count, its K/V heads, the context, the bytes
+    per number and the cache passes), so that :func:`predicted_speedup` can refuse to compare unlike with unlike."""
 
     weights: int
     cache: int
+    n_parameters: int = 0
+    n_kv_heads: int = 0
+    context: int = 0
+    bytes_per_element: int = 0
+    cache_passes: int = 0
 
     @property
     def total(self) -> int:
         return self.weights + self.cache
 
+    @property
+    def precision(self) -> str:
+        """ "16-bit", "float32", ...: the number format the bytes assume (say it wherever bytes are quoted)."""
+        return {2: "16-bit", 4: "float32", 1: "8-bit"}.get(self.bytes_per_element, f"{self.bytes_per_element}-byte")
 
-def decoding_step_bytes(
-    n_parameters: int,
-    n_layers: int,
-    n_kv_heads: int,
-    d_head: int,
-    context: int,
-    bytes_per_element: int = 2,
-    cache_passes: int = 1,
-) -> StepBytes:
-    """What a single-token decoding step of a decoder with ``n_parameters`` weights reads from memory after
-    ``context`` cached tokens (batch 1; chapter 7): the weights once (each is used for one multiply-add) and the KV
-    cache (:func:`~manyheads.costs.kv_cache_bytes`) ``cache_passes`` times (1 for a kernel that reads it in place;
-    an implementation that copies the cache to append a token reads and writes it once more).
+
+def _n_parameters(model: nn.Module) -> int:
+    """Every weight of ``model`` counted once (a tied embedding and output matrix is one tensor, read once)."""
+    seen, total = set(), 0
+    for p in model.parameters():  # parameters() already skips a tied tensor's second name
+        if id(p) not in seen:
+            seen.add(id(p))
+            total += p.numel()
+    return total
+
+
+def decoding_step_bytes(model: nn.Module, context: int, bytes_per_element: int = 2, cache_passes: int = 1) -> StepBytes:
+    """What a single-token decoding step of ``model`` (a decoder such as
+    :class:`~manyheads.models.llama.LlamaDecoder`, or a K/V variant of one made by
+    :func:`~manyheads.models.kv_heads.repeat_kv_heads` or :func:`~manyheads.models.kv_heads.group_kv_heads`) reads
+    from memory after ``context`` cached tokens (batch 1; chapter 7): its *own* weights once (each is used for one
+    multiply-add) and its KV cache (:func:`~manyheads.costs.kv_cache_bytes`, with the model's layers, K/V heads and
+    d_head) ``cache_passes`` times (1 for a kernel that reads it in place; an implementation that copies the cache
+    to append a token reads and writes it once more).
+
+    The model is passed, not a parameter count: K/V variants of one model differ in size (repeating SmolLM2's 3 K/V
+    heads as 9 copies W_K and W_V, 134.5 M → 147.8 M parameters; mean-pooling them to 1 gives 130.1 M), so one count
+    for all of them gets the weights, the largest part of a step's bytes, wrong (issue 35, B-1).
 
     If a step's time were set by these bytes alone, one model would run ``a.total / b.total`` times faster than
-    another: a prediction for memory-bound hardware, to be set beside a measurement.
+    another (:func:`predicted_speedup`): a prediction for memory-bound hardware, to be set beside a measurement.
     """
+    if not isinstance(model, nn.Module):
+        raise TypeError(
+            f"decoding_step_bytes counts the weights of the model it is given: pass the decoder (each K/V variant its "
+            f"own model), not {type(model).__name__} {model!r}; one parameter count for variants of different size "
+            f"gets their weights wrong"
+        )
     if cache_passes < 1:
         raise ValueError(f"cache_passes must be at least 1, got {cache_passes}")
-    weights = int(n_parameters) * int(bytes_per_element)
+    if bytes_per_element < 1:
+        raise ValueError(f"bytes_per_element must be at least 1, got {bytes_per_element}")
+    _check_contexts([context])
+    n_layers, n_kv_heads, d_head = _kv_shape(model)
+    n_parameters = _n_parameters(model)
+    weights = n_parameters * int(bytes_per_element)
     cache = kv_cache_bytes(n_layers, n_kv_heads, d_head, context, 1, bytes_per_element) * int(cache_passes)
-    return StepBytes(weights, cache)
+    return StepBytes(weights, cache, n_parameters, n_kv_heads, int(context), int(bytes_per_element), int(cache_passes))
+
+
+def predicted_speedup(step: StepBytes, reference: StepBytes) -> float:
+    """How many times as fast as ``reference`` the byte model predicts ``step``'s model to decode:
+    ``reference.total / step.total`` (chapter 7).
+
+    Only like with like: both must count the same bytes per number and cache passes at the same context, and
+    variants with different numbers of K/V heads must carry different parameter counts (their K/V projections
+    differ in size). A ``ValueError`` names what differs, e.g. a byte model fed one parameter count for every
+    variant (issue 35, B-1), or a 16-bit prediction set beside a float32 one (B-2).
+    """
+    for name in ("bytes_per_element", "cache_passes", "context"):
+        a, b = getattr(step, name), getattr(reference, name)
+        if a != b:
+            raise ValueError(f"compare like with like: {name} is {a} for one model and {b} for the reference")
+    if step.n_kv_heads != reference.n_kv_heads and (
+        step.n_parameters == reference.n_parameters or step.weights == reference.weights
+    ):
+        raise ValueError(
+            f"{step.n_kv_heads} and {reference.n_kv_heads} K/V heads with the same parameter count "
+            f"({step.n_parameters:,}, {step.weights:,} bytes of weights): variants with different K/V heads have "
+            f"K/V projections of different size, so each must be counted from its own model "
+            f"(decoding_step_bytes(model, ...))"
+        )
+    return reference.total / step.total
 
 
 def decoding_table(records: Sequence[DecodeRecord]) -> tuple[list[str], list[tuple]]:
