@@ -66,7 +66,9 @@ def main() -> None:
     best_key = max(single, key=lambda k: min(single[k][f"accuracy_at_{args.steps}"]))
     best = single[best_key]
     multi_09 = [
-        v["first_step_worse_0.9"] for v in numbers["runs"].values() if v["config"] == "2 heads" and v["first_step_worse_0.9"]
+        v["first_step_worse_0.9"]
+        for v in numbers["runs"].values()
+        if v["config"] == "2 heads" and v["first_step_worse_0.9"]
     ]
     a300, along = best[f"accuracy_at_{CHAPTER_STEPS}"], best[f"accuracy_at_{args.steps}"]
     shows = (

@@ -39,7 +39,9 @@ def main(argv: list[str] | None = None) -> int:
 
         nb = nbformat.read(chapter, as_version=4)
         start = time.perf_counter()
-        NotebookClient(nb, timeout=args.timeout, kernel_name="python3", resources={"metadata": {"path": str(chapter.parent)}}).execute()
+        NotebookClient(
+            nb, timeout=args.timeout, kernel_name="python3", resources={"metadata": {"path": str(chapter.parent)}}
+        ).execute()
         nbformat.write(nb, out)
         print(f"executed {chapter.name} in {time.perf_counter() - start:.0f} s -> {out}")
     nb = nbformat.read(out, as_version=4)

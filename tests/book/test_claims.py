@@ -1,5 +1,5 @@
 """Comparing words against the numbers beside them, on the pages as a reader sees them (CONTRIBUTING.md, "Claims
-follow from evidence", rules 1-3).
+follow from evidence", rules 1-5).
 
 The checker reads a page's rendered text (the built HTML; or, without a build, the executed notebook's Markdown with
 every glue role replaced by its glued output, as myst-nb renders it) and parses the numbers printed there. It never
@@ -13,6 +13,11 @@ calls ``manyheads.analysis.claims``, which generates the words: a bug in the gen
    printed precision, a value the executed notebook glued) must also be shown in the page's body, tables or
    outputs: a summary restates the chapter's measurements and cannot quote one the chapter does not show. Typed
    numbers (a paper's figure, the folklore a box corrects, a quiz's arithmetic) are left to review.
+4. Every glued verdict (a glue name ``verdict_<name>``, from ``mh.glue_verdict``) names its budget-check record
+   (``verdict_<name>_record``); the record is committed in ``src/manyheads/data/budget_checks/`` with at least 5x
+   the chapter's steps and 3 seeds, and the verdict's text states the chapter's budget.
+5. A paragraph that quotes a score glued with its floor (``<name>`` and ``<name>_floor``, from
+   ``mh.glue_with_floor``) quotes the floor in the same paragraph.
 
 The checker is tests/helpers/claims.py. Planted pages that break each rule fail it (the fixtures below);
 test_book.py runs it over each chapter's built page (the build lives there, on one test worker). The reader's
@@ -22,11 +27,12 @@ chapter is fixed.
 
 from __future__ import annotations
 
+import json
 import re
 
 import nbformat
 import pytest
-from helpers.claims import RECORD, Page, check, page_from_html, page_from_notebook
+from helpers.claims import BUDGET_RECORDS, RECORD, Page, check, page_from_html, page_from_notebook
 
 from manyheads.course.layout import REPO
 
@@ -106,6 +112,81 @@ def test_typed_numbers_in_a_box_or_quiz_are_left_to_review():
     box = '```{admonition} Common misconceptions\n"Multi-head attention costs 33 % more parameters." No.\n```'
     quiz = "## Check yourself\nWith weight 0.5 on each of two tokens, the output is their mean."
     assert check(page_from_notebook(_notebook(("md", box), ("md", quiz), glue={"n": 0.71}))) == []
+
+
+# Rule 4: a verdict drawn from training is glued from a budget-check record with >= 5x the steps and >= 3 seeds.
+VERDICT = """## Experiment
+{glue:text}`verdict_single_head`"""
+SENTENCE = "No single-head run solves both relations in 300 training steps, and a check at 1,500 steps confirms it."
+
+
+def _record(folder, record_id="ch1-planted", steps=1500, chapter_steps=300, seeds=(0, 1, 2)):
+    folder.mkdir(exist_ok=True)
+    record = {"id": record_id, "steps": steps, "chapter_steps": chapter_steps, "seeds": list(seeds)}
+    (folder / f"{record_id}.json").write_text(json.dumps(record), encoding="utf-8")
+    return folder
+
+
+def _verdict_page(text=SENTENCE, record="ch1-planted"):
+    glue = {"verdict_single_head": text}
+    if record is not None:
+        glue["verdict_single_head_record"] = record
+    return page_from_notebook(_notebook(("md", VERDICT), glue=glue))
+
+
+def test_a_planted_verdict_with_its_record_passes(tmp_path):
+    assert check(_verdict_page(), records=_record(tmp_path / "records")) == []
+
+
+def test_a_planted_verdict_glued_without_a_record_fails(tmp_path):
+    problems = check(_verdict_page(record=None), records=_record(tmp_path / "records"))
+    assert len(problems) == 1 and problems[0].startswith("rule 4: verdict_single_head is glued without"), problems
+    missing = check(_verdict_page(record="ch1-no-such-record"), records=_record(tmp_path / "records"))
+    assert len(missing) == 1 and "missing or unreadable" in missing[0], missing
+
+
+@pytest.mark.parametrize(
+    ("steps", "seeds", "expected"),
+    [(1200, (0, 1, 2), "less than 5x the chapter's 300"), (1500, (0, 1), "2 seed(s), fewer than 3")],
+    ids=["4x-the-steps", "two-seeds"],
+)
+def test_a_planted_verdict_from_a_short_budget_check_fails(tmp_path, steps, seeds, expected):
+    records = _record(tmp_path / "records", steps=steps, seeds=seeds)
+    problems = check(_verdict_page(), records=records)
+    assert len(problems) == 1 and expected in problems[0], problems
+
+
+def test_a_planted_verdict_that_hides_its_budget_fails(tmp_path):
+    problems = check(_verdict_page(text="No single-head run solves both relations."), records=_record(tmp_path / "r"))
+    assert len(problems) == 1 and "does not state its budget (300 steps)" in problems[0], problems
+
+
+def test_the_committed_verdict_records_pass_the_checker():
+    """Every record the package ships passes rule 4 when a page glues it (so the checker and the records agree)."""
+    for path in sorted(BUDGET_RECORDS.glob("*.json")):
+        record = json.loads(path.read_text(encoding="utf-8"))
+        text = f"A verdict in {record['chapter_steps']:,} training steps."
+        assert check(_verdict_page(text=text, record=path.stem)) == [], path.name
+
+
+# Rule 5: a score glued with its floor is never quoted without it.
+FLOOR = """## Converting the model
+With 2 K/V heads the similarity ρ is {glue:text}`rho_2kv:.3f`{extra}."""
+
+
+def test_a_planted_score_quoted_without_its_floor_fails():
+    glue = {"rho_2kv": 0.314, "rho_2kv_floor": 0.355}
+    bad = check(page_from_notebook(_notebook(("md", FLOOR.replace("{extra}", "")), glue=glue)))
+    assert len(bad) == 1 and bad[0].startswith("rule 5: rho_2kv (0.314) is quoted without its floor (0.355)"), bad
+    extra = ", below the no-attention floor of {glue:text}`rho_2kv_floor:.3f`"
+    assert check(page_from_notebook(_notebook(("md", FLOOR.replace("{extra}", extra)), glue=glue))) == []
+
+
+def test_a_floor_elsewhere_on_the_page_does_not_excuse_the_paragraph():
+    glue = {"rho_2kv": 0.314, "rho_2kv_floor": 0.355}
+    later = "## The floor\nThe floor is {glue:text}`rho_2kv_floor:.3f`."
+    problems = check(page_from_notebook(_notebook(("md", FLOOR.replace("{extra}", "")), ("md", later), glue=glue)))
+    assert [p[:6] for p in problems] == ["rule 5"], problems
 
 
 # The same planted pages, as the book would render them: the rules read HTML the same way.

@@ -1,11 +1,14 @@
-"""The wording checker of CONTRIBUTING.md's "Claims follow from evidence" (rules 1-3), shared by
+"""The wording checker of CONTRIBUTING.md's "Claims follow from evidence" (rules 1-5), shared by
 tests/book/test_claims.py (planted pages) and tests/book/test_book.py (the built chapters): see test_claims.py's
-docstring for the rules. It never calls ``manyheads.analysis.claims``, which generates the words."""
+docstring for the rules. It never calls ``manyheads.analysis.claims`` (which generates the words) nor
+``manyheads.analysis.budget_checks`` (which writes the verdicts): it reads the committed records itself."""
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from bs4 import BeautifulSoup
 
@@ -21,11 +24,14 @@ class Page:
     sentences: list[tuple[str, str]] = field(default_factory=list)  # (region: "body" or a RESTATING name, text)
     measured: list[str] = field(default_factory=list)  # text of the body, tables and outputs (not restating parts)
     glued: list[float] = field(default_factory=list)  # every numeric value the executed notebook glued
+    named: dict[str, str] = field(default_factory=dict)  # every glued value by name, as plain text (rules 4 and 5)
+    paragraphs: list[str] = field(default_factory=list)  # every paragraph or list item of prose, any region
 
     def add(self, region: str, text: str) -> None:
         text = " ".join(text.split())
         if not text:
             return
+        self.paragraphs.append(text)
         if region == "body":
             self.measured.append(text)
         for sentence in re.split(r"(?<=[.!?;])\s+(?=[A-Z(\"“*])", text):
@@ -47,7 +53,7 @@ def page_from_html(html: str, glued: dict[str, dict]) -> Page:
     article = soup.select_one("article") or soup.body or soup
     for junk in article.select("script, style, .headerlink, mjx-assistive-mml"):
         junk.decompose()
-    page = Page(glued=_numbers(glued))
+    page = Page(glued=_numbers(glued), named=_named(glued))
     for el in article.find_all(["p", "li", "table", "div"]):
         if el.name == "div" and "cell_output" not in (el.get("class") or []):
             continue
@@ -99,6 +105,10 @@ def _numbers(glued: dict[str, dict]) -> list[float]:
     return values
 
 
+def _named(glued: dict[str, dict]) -> dict[str, str]:
+    return {name: _glue_text(bundle, "") for name, bundle in glued.items()}
+
+
 def _glue_text(bundle: dict, fmt: str) -> str:
     text = str(bundle.get("text/plain", ""))
     if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
@@ -121,7 +131,7 @@ def page_from_notebook(nb) -> Page:
     """An executed notebook as myst-nb renders it: glue roles replaced by their glued values, Markdown headings and
     ``{admonition}`` / ``<details>`` blocks as regions, Markdown tables, glued tables and cell outputs measured."""
     glued = glued_values(nb)
-    page = Page(glued=_numbers(glued))
+    page = Page(glued=_numbers(glued), named=_named(glued))
     heading = ""
     for cell in nb.cells:
         if cell.cell_type == "code":
@@ -238,9 +248,15 @@ def shares(sentence: str, start: int, end: int) -> list[float]:
     return after + before[::-1]
 
 
-def check(page: Page) -> list[str]:
-    """Every sentence of ``page`` that breaks rule 1, 2 or 3, with the rule and the numbers."""
-    problems = []
+BUDGET_RECORDS = Path(__file__).resolve().parents[2] / "src" / "manyheads" / "data" / "budget_checks"
+MIN_FACTOR, MIN_SEEDS = 5, 3  # CONTRIBUTING, rule "Verdicts from training survive a longer budget"
+VERDICT_PARTS = ("_record", "_steps", "_check_steps", "_check_seeds", "_outcome")
+
+
+def check(page: Page, records: Path = BUDGET_RECORDS) -> list[str]:
+    """Every sentence of ``page`` that breaks rule 1, 2 or 3, every verdict that breaks rule 4 and every paragraph
+    that breaks rule 5, with the rule and the numbers. ``records``: the budget-check records' folder."""
+    problems = verdict_problems(page, records) + floor_problems(page)
     measured = [m.group(0) for text in page.measured for m in re.finditer(NUMBER + r"\s*%?", text)]
     for region, sentence in page.sentences:
         spans = intervals(sentence)
@@ -271,6 +287,69 @@ def check(page: Page) -> list[str]:
                         f"rule 3: the {region} quotes {text}{percent}, which the page never shows: {sentence}"
                     )
     return problems
+
+
+def verdict_problems(page: Page, records: Path = BUDGET_RECORDS) -> list[str]:
+    """Rule 4: every glued ``verdict_<name>`` names its budget-check record (``verdict_<name>_record``), the record
+    exists with at least 5x the steps and 3 seeds, and the verdict's text states the chapter's budget."""
+    problems = []
+    for name, text in page.named.items():
+        if not name.startswith("verdict_") or name.endswith(VERDICT_PARTS):
+            continue
+        record_id = page.named.get(f"{name}_record")
+        if not record_id:
+            problems.append(f"rule 4: {name} is glued without a budget-check record ({name}_record): {text[:80]}")
+            continue
+        path = records / f"{record_id}.json"
+        try:
+            record = json.loads(path.read_text(encoding="utf-8"))
+            steps, chapter_steps, seeds = int(record["steps"]), int(record["chapter_steps"]), set(record["seeds"])
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            problems.append(f"rule 4: {name}'s record {record_id!r} is missing or unreadable at {path}: {exc}")
+            continue
+        if chapter_steps <= 0 or steps < MIN_FACTOR * chapter_steps:
+            problems.append(
+                f"rule 4: {name}'s record {record_id!r} ran {steps} steps, less than {MIN_FACTOR}x the chapter's "
+                f"{chapter_steps}"
+            )
+        if len(seeds) < MIN_SEEDS:
+            problems.append(f"rule 4: {name}'s record {record_id!r} has {len(seeds)} seed(s), fewer than {MIN_SEEDS}")
+        if f"{chapter_steps:,}" not in text and str(chapter_steps) not in text:
+            problems.append(f"rule 4: {name} does not state its budget ({chapter_steps} steps): {text[:80]}")
+    return problems
+
+
+def floor_problems(page: Page) -> list[str]:
+    """Rule 5: a paragraph that quotes a score glued with a floor (``<name>`` and ``<name>_floor``) quotes the floor
+    too. A quoted value is a printed decimal that equals the glued value at its printed precision."""
+    problems = []
+    for name, floor_text in page.named.items():
+        if not name.endswith("_floor") or name.removesuffix("_floor") not in page.named:
+            continue
+        score, floor = _float(page.named[name.removesuffix("_floor")]), _float(floor_text)
+        if score is None or floor is None:
+            continue
+        for paragraph in page.paragraphs:
+            printed = [
+                m.group(0)
+                for m in re.finditer(NUMBER, paragraph)
+                if "." in m.group(0) and not paragraph[m.end() :].lstrip().startswith("%")  # a share is not a score
+            ]
+            shows_score = any(round(_num(t), _decimals(t)) == round(score, _decimals(t)) for t in printed)
+            shows_floor = any(round(_num(t), _decimals(t)) == round(floor, _decimals(t)) for t in printed)
+            if shows_score and not shows_floor:
+                problems.append(
+                    f"rule 5: {name.removesuffix('_floor')} ({score:g}) is quoted without its floor ({floor:g}): "
+                    f"{paragraph[:120]}"
+                )
+    return problems
+
+
+def _float(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
 
 
 def _is_glued(text: str, percent: str, value: float) -> bool:

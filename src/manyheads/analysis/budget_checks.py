@@ -100,7 +100,10 @@ class BudgetCheck:
         """The verdict with its budget and the check's outcome, as the chapter quotes it."""
         check = f"a check at {self.steps:,} steps over {len(self.seeds)} seeds"
         if self.holds:
-            return f"{_capital(self.verdict)} in {self.chapter_steps:,} training steps, and {check} confirms it: {self.shows}"
+            return (
+                f"{_capital(self.verdict)} in {self.chapter_steps:,} training steps, and {check} confirms it: "
+                f"{self.shows}"
+            )
         return (
             f"{_capital(self.verdict)} in {self.chapter_steps:,} training steps, but {check} does not bear it out: "
             f"{self.shows}"
@@ -155,7 +158,9 @@ def glue_verdict(name: str, check: BudgetCheck, display: bool = False) -> str:
     from manyheads.viz.glue import glue
 
     if not name.startswith("verdict_"):
-        raise ValueError(f"a verdict's glue name starts with 'verdict_' (the claims checker looks for it), got {name!r}")
+        raise ValueError(
+            f"a verdict's glue name starts with 'verdict_' (the claims checker looks for it), got {name!r}"
+        )
     if not isinstance(check, BudgetCheck):
         raise TypeError(f"glue_verdict needs a BudgetCheck (mh.budget_check(id)), got {type(check).__name__}")
     sentence = check.sentence()
