@@ -66,3 +66,11 @@ def test_the_committed_timings_cover_every_chapter_within_its_budget():
 @pytest.mark.parametrize("name", ["chapter_time_max", "chapter_time_min", "chapter_time_total", "chapter_time_where"])
 def test_the_landing_page_uses_the_measured_times(name):
     assert "{{ " + name + " }}" in (REPO.root / "intro.md").read_text(encoding="utf-8")
+
+
+def test_no_substitution_on_the_landing_page_sits_in_a_code_literal():
+    # MyST does not fill in {{ name }} inside backticks: the page showed the raw template (review finding I1).
+    import re
+
+    text = (REPO.root / "intro.md").read_text(encoding="utf-8")
+    assert re.findall(r"`[^`\n]*\{\{[^`\n]*`", text) == []
