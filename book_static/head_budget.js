@@ -170,7 +170,7 @@
       softmax_flops: layers * flops.softmax,
       attention_matrix_bytes: matrix,
       kv_cache_bytes: cache,
-      low_rank_bottleneck: dHead < seqLen,
+      low_rank_bottleneck: dHead < seqLen - 1n,
     };
   }
 
@@ -284,8 +284,8 @@
     }
     var kind = b.n_kv_heads === b.n_heads ? "multi-head" : b.n_kv_heads === 1n ? "multi-query" : "grouped-query";
     var bottleneck = b.low_rank_bottleneck
-      ? "yes: d_head = " + b.d_head + " &lt; n = " + b.seq_len + ", so some attention patterns cannot be represented"
-      : "no: d_head = " + b.d_head + " ≥ n = " + b.seq_len;
+      ? "yes: d_head = " + b.d_head + " &lt; n − 1 = " + (b.seq_len - 1n) + ", so some attention patterns cannot be produced"
+      : "no: d_head = " + b.d_head + " ≥ n − 1 = " + (b.seq_len - 1n) + ", enough for any pattern if the tokens are independent";
     var layers = nLayers > 1 ? " (" + nLayers + " layers)" : " (one layer)";
     var rows = [
       ["d_head = d_model / n_heads", "" + b.d_head],
@@ -298,7 +298,7 @@
         "KV cache with one K/V head per query head",
         formatBytes((b.kv_cache_bytes * b.n_heads) / b.n_kv_heads) + " (" + b.n_heads / b.n_kv_heads + "× this one)",
       ],
-      ["low-rank bottleneck (d_head < n)?", bottleneck],
+      ["low-rank bottleneck (d_head < n − 1)?", bottleneck],
     ];
     var body = rows.map(function (row) { return "<tr><td>" + row[0] + "</td><td>" + row[1] + "</td></tr>"; }).join("");
     var caption =

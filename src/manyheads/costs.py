@@ -232,7 +232,10 @@ class HeadBudget:
     softmax_flops: int
     attention_matrix_bytes: int
     kv_cache_bytes: int
-    low_rank_bottleneck: bool  # d_head < seq_len: some n × n patterns cannot be represented (Bhojanapalli et al.)
+    # d_head < seq_len - 1: some positive n × n patterns are out of reach of one head, whatever its inputs (its
+    # scores have rank <= d_head, and a softmax's row shift saves only one dimension). From n - 1 on, every positive
+    # pattern is reachable when the n token vectors are linearly independent (chapter 3; Bhojanapalli et al.)
+    low_rank_bottleneck: bool
 
 
 def head_budget(
@@ -264,5 +267,5 @@ def head_budget(
         softmax_flops=layers * flops["softmax"],
         attention_matrix_bytes=layers * attention_matrix_bytes(n_heads, seq_len, batch, attention_bytes),
         kv_cache_bytes=kv_cache_bytes(layers, n_kv, d_head, seq_len, batch, cache_bytes),
-        low_rank_bottleneck=d_head < seq_len,
+        low_rank_bottleneck=d_head < seq_len - 1,
     )

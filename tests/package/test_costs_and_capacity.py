@@ -164,6 +164,9 @@ def test_head_budget_combines_the_formulas_and_rejects_invalid_configurations():
     assert b.params == mha_param_count(512, 8, n_kv_heads=2)
     assert b.kv_cache_bytes == kv_cache_bytes(1, 2, 64, 1024) and b.low_rank_bottleneck
     assert head_budget(512, 8, seq_len=64).low_rank_bottleneck is False
+    # the softmax's row shift is worth one dimension: d_head = n - 1 reaches every pattern, n - 2 does not
+    assert head_budget(512, 8, seq_len=65).low_rank_bottleneck is False
+    assert head_budget(512, 8, seq_len=66).low_rank_bottleneck is True
     assert head_budget(512, 8).n_kv_heads == 8
     with pytest.raises(ValueError, match="does not divide d_model"):
         head_budget(512, 6)

@@ -123,6 +123,16 @@ def test_chapter_4s_explorer_is_reproducible_from_its_fixed_data_and_within_budg
     # relation changes only the boxes; layer and head the map
     other = head_explorers.sentence_head_state(sentence=320, layer=3, head=4, relation="det")["panels"][0]
     assert other["values"] == panel["values"] and other["boxes"] != panel["boxes"]
+    # pobj is scored from the preposition to its object, so its boxes are (preposition row, object column)
+    pobj = head_explorers.sentence_head_state(sentence=2, layer=1, head=7, relation="pobj")["panels"][0]
+    assert mh.grammar_sentences()[2].arcs("pobj") == [(5, 2)] and pobj["boxes"] == [[2, 5]]
+    # the sliders name layers and heads from 1, as the chapter and its title do, and pass 0-based indices
+    layer, head = view.children[1], view.children[2]
+    assert (layer.description, head.description) == ("layer (from 1)", "head (from 1)")
+    assert (layer.label, layer.value, head.label, head.value) == ("3", 2, "9", 8)
+    assert data["labels"]["layer"] == [str(i) for i in range(1, 7)] and data["grids"]["layer"] == list(range(6))
+    assert "head 3-9" in head_explorers.sentence_head_state(0, 2, 8, "det")["panels"][0]["title"]
+    assert not any(":" in label for label in data["labels"]["sentence"])  # no internal indices in the dropdown
 
 
 def test_chapter_6s_head_picker_reads_layers_and_heads_past_a_model_s_last_as_its_last(minilm):

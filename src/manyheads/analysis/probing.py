@@ -7,8 +7,9 @@ attends to most, beside the nearest-mention baseline.
 Direction. Every relation is scored with the dependent attending to its head word, except ``pobj``: as in Clark
 et al. (2019, the only relation they score that way), a preposition is scored by attending to its object, the
 head word to the dependent. :func:`relation_accuracy` always scores "query attends to target" for the pairs it is
-given; :func:`relation_counts`, :func:`offset_baseline` and :func:`relation_table` build those pairs in each
-relation's direction, so a relation's best head and its baseline offset are measured from the same word.
+given; :func:`scored_pairs` builds those pairs in each relation's direction for :func:`relation_counts`,
+:func:`offset_baseline`, :func:`relation_table` and chapter 4's explorer, so a relation's best head and its
+baseline offset are measured from the same word, and the explorer boxes the cells that are scored.
 
 Shapes: one sentence's attention between words is (n_layers, n_heads, n_words, n_words).
 """
@@ -24,6 +25,7 @@ from torch import Tensor
 from manyheads.analysis.heads import head_name
 
 __all__ = [
+    "scored_pairs",
     "relation_accuracy",
     "relation_counts",
     "offset_baseline",
@@ -45,8 +47,10 @@ def _predicted_heads(weights: Tensor) -> Tensor:
 _HEAD_ATTENDS_TO_DEPENDENT = frozenset({"pobj"})
 
 
-def _scored_pairs(sentence, relation: str) -> list[tuple[int, int]]:
-    """(query, target) pairs for ``relation`` in ``sentence``: (dependent, head), or (head, dependent) for pobj."""
+def scored_pairs(sentence, relation: str) -> list[tuple[int, int]]:
+    """(query, target) pairs for ``relation`` in ``sentence``: (dependent, head), or (head, dependent) for pobj.
+
+    The word that attends comes first: chapter 4's scores and its explorer's boxes (row = query) both use these."""
     arcs = sentence.arcs(relation)
     return [(h, d) for d, h in arcs] if relation in _HEAD_ATTENDS_TO_DEPENDENT else arcs
 
@@ -74,7 +78,7 @@ def relation_counts(
     for relation in relations:
         correct, total = None, 0
         for weights, sentence in zip(word_attns, sentences):
-            arcs = _scored_pairs(sentence, relation)
+            arcs = scored_pairs(sentence, relation)
             if not arcs:
                 continue
             c = relation_accuracy(weights.double(), arcs) * len(arcs)
@@ -89,7 +93,7 @@ def offset_baseline(sentences: Sequence, relation: str, max_offset: int = 5) -> 
     offset`` for every arc is right that fraction of the time (offsets ±1..±max_offset; ties go to the smaller
     |offset|). Query and target follow the relation's direction: the dependent and its head, or for pobj the
     preposition and its object, so pobj's offsets count from the preposition (+2 for "in the park")."""
-    pairs = [pair for s in sentences for pair in _scored_pairs(s, relation)]
+    pairs = [pair for s in sentences for pair in scored_pairs(s, relation)]
     if not pairs:
         raise ValueError(f"no {relation} arcs")
     offsets = sorted((o for o in range(-max_offset, max_offset + 1) if o), key=lambda o: (abs(o), o))

@@ -88,9 +88,12 @@ def _sentence_attention(index: int) -> torch.Tensor:
 def sentence_head_state(sentence: int, layer: int, head: int, relation: str) -> dict:
     """What chapter 4's explorer shows (:func:`manyheads.viz.explorers.panels_figure` reads it): MiniLM's attention
     between the words of probe sentence ``sentence`` (an index into ``mh.grammar_sentences() +
-    mh.natural_sentences()``, as the chapter's ``sentences``) under head (``layer``, ``head``), 0-based, with the
-    gold arcs labelled ``relation`` boxed (row = dependent, column = its head)."""
+    mh.natural_sentences()``, as the chapter's ``sentences``) under head (``layer``, ``head``), 0-based (the title
+    names it from 1, as Clark et al. do), with the gold arcs labelled ``relation`` boxed in the direction the chapter
+    scores them (row = the word that attends: the dependent, or for pobj the preposition; column = the word it should
+    attend to: the dependent's head, or the preposition's object)."""
     from manyheads.analysis.heads import head_name
+    from manyheads.analysis.probing import scored_pairs
 
     s = _probe_sentences()[sentence]
     weights = _sentence_attention(sentence)[layer, head]
@@ -103,7 +106,7 @@ def sentence_head_state(sentence: int, layer: int, head: int, relation: str) -> 
                 xticks=list(s.words),
                 yticks=list(s.words),
                 rotate=60,
-                boxes=[[d, h] for d, h in s.arcs(relation)],
+                boxes=[[query, target] for query, target in scored_pairs(s, relation)],
                 colorbar="attention",
                 title=f"head {head_name(layer, head)}: attention from row word\nto column word ({relation} arcs boxed)",
             )
@@ -120,9 +123,12 @@ def sentence_head_explorer(
     relation: str,
     relations: Sequence[str],
 ) -> widgets.VBox:
-    """Chapter 4's explorer: a dropdown of probe sentences (their indices into the chapter's ``sentences``), a layer
-    and a head slider (0-based) and a relation (:func:`sentence_head_state`). ``encoder`` and ``tokenizer``: the
-    chapter's MiniLM, used for the states. Every combination is stored, so keep ``sentences`` to a handful."""
+    """Chapter 4's explorer: a dropdown of probe sentences (``sentences``: their indices into the chapter's
+    ``sentences``; the dropdown shows their first words only), a layer and a head slider and a relation
+    (:func:`sentence_head_state`). The sliders are labelled from 1, as the chapter and Clark et al. name heads (the
+    slider "layer 4, head 2" is head 4-2, ``(3, 1)`` in code), and hand the state its 0-based indices; ``layer``
+    and ``head`` here are 0-based, as :attr:`RelationRow.best_head`. ``encoder`` and ``tokenizer``: the chapter's
+    MiniLM, used for the states. Every combination is stored, so keep ``sentences`` to a handful."""
     _share_model("encoder", encoder, tokenizer)
     all_sentences = _probe_sentences()
     n_layers, n_heads = encoder.config.n_layers, encoder.config.n_heads
@@ -134,10 +140,14 @@ def sentence_head_explorer(
         "sentence_head",
         sentence_head_state,
         sentence=widgets.Dropdown(
-            options=[(f"{i}: {short(all_sentences[i].words)}", i) for i in sentences], description="sentence"
+            options=[(short(all_sentences[i].words), i) for i in sentences], description="sentence"
         ),
-        layer=widgets.IntSlider(layer, 0, n_layers - 1, description="layer (0-based)", continuous_update=False),
-        head=widgets.IntSlider(head, 0, n_heads - 1, description="head (0-based)", continuous_update=False),
+        layer=widgets.SelectionSlider(
+            options=[(str(i + 1), i) for i in range(n_layers)], value=layer, description="layer (from 1)"
+        ),
+        head=widgets.SelectionSlider(
+            options=[(str(i + 1), i) for i in range(n_heads)], value=head, description="head (from 1)"
+        ),
         relation=widgets.Dropdown(options=list(relations), value=relation, description="relation"),
     )
 

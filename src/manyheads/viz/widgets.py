@@ -58,9 +58,9 @@ def head_budget_html(
         )
     kind = "multi-head" if b.n_kv_heads == b.n_heads else ("multi-query" if b.n_kv_heads == 1 else "grouped-query")
     bottleneck = (
-        f"yes: d_head = {b.d_head} &lt; n = {b.seq_len}, so some attention patterns cannot be represented"
+        f"yes: d_head = {b.d_head} &lt; n − 1 = {b.seq_len - 1}, so some attention patterns cannot be produced"
         if b.low_rank_bottleneck
-        else f"no: d_head = {b.d_head} ≥ n = {b.seq_len}"
+        else f"no: d_head = {b.d_head} ≥ n − 1 = {b.seq_len - 1}, enough for any pattern if the tokens are independent"
     )
     layers = f" ({n_layers} layers)" if n_layers > 1 else " (one layer)"
     rows = [
@@ -74,7 +74,7 @@ def head_budget_html(
             "KV cache with one K/V head per query head",
             f"{format_bytes(b.kv_cache_bytes * b.n_heads // b.n_kv_heads)} ({b.n_heads // b.n_kv_heads}× this one)",
         ),
-        ("low-rank bottleneck (d_head < n)?", bottleneck),
+        ("low-rank bottleneck (d_head < n − 1)?", bottleneck),
     ]
     body = "".join(f"<tr><td>{k}</td><td>{v}</td></tr>" for k, v in rows)
     caption = (
