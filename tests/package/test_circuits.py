@@ -110,3 +110,16 @@ def test_plane_basis_is_orthonormal_and_orthogonal_to_its_normal(azimuth, elevat
     assert torch.allclose(normal @ basis, torch.zeros(2, dtype=torch.float64), atol=1e-12)
     points = torch.randn(5, 3, dtype=torch.float64)
     assert sub.project_onto_plane(points, basis).shape == (5, 2)
+
+
+@pytest.mark.parametrize("azimuth, elevation", [(0, 0), (45, 30), (90, 0), (120, -60), (0, 90), (10, -90)])
+def test_plane_basis_points_each_direction_along_its_largest_positive_axis(azimuth, elevation):
+    basis = sub.plane_basis(azimuth, elevation)
+    assert (basis.gather(0, basis.abs().argmax(dim=0, keepdim=True)) > 0).all()
+
+
+def test_the_chapter_2_plane_has_species_and_part_of_speech_pointing_positive():
+    # Chapter 2's widget starts at azimuth 90°, elevation 0° (normal = number): cat (species +1) is drawn on the right.
+    assert torch.allclose(
+        sub.plane_basis(90, 0).T, torch.tensor([[1.0, 0, 0], [0, 0, 1.0]], dtype=torch.float64), atol=1e-12
+    )

@@ -109,3 +109,15 @@ def test_panels_figure_draws_bars_and_scatters():
     assert left.get_title().startswith("tokens projected") and right.get_ylabel() == "attention weight"
     assert len(right.patches) == 3 and len(left.texts) == 3
     plt.close(fig)
+
+
+def test_the_one_softmax_explorer_fills_the_other_keys_with_tokens_it_does_not_want():
+    # Review finding 1-3: a filler equal to a wanted token made the output's bar for it look like the head's choice.
+    vocab = ["A", "B", "C", "D", "E", "F"]
+    spec = course.one_softmax_state(0.0, -2.0, vocab, token_a=2, token_b=4)
+    tokens = [note[2] for note in spec["panels"][0]["notes"]]
+    assert tokens[3] == "C" and tokens[1] == "E" and not {"C", "E"} & {tokens[0], tokens[2], tokens[4]}
+    output = dict(zip(vocab, spec["panels"][1]["y"]))
+    assert output["C"] == output["E"] > max(v for k, v in output.items() if k not in "CE")  # gap 0: a tie
+    with pytest.raises(ValueError):
+        course.one_softmax_state(0.0, -2.0, ["A", "B"], token_a=0, token_b=1)  # no filler left

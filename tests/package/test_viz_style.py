@@ -148,3 +148,17 @@ def test_learning_curves_give_each_configuration_its_own_colour(course_style):
     means = [line for line in ax.get_lines() if not line.get_label().startswith("_")]
     assert [to_rgb(line.get_color()) for line in means] == [to_rgb(c) for c in style.COLOURBLIND_SAFE[:4]]
     plt.close(ax.figure)
+
+
+def test_learning_curves_give_each_configuration_its_own_line_style_and_marker(course_style):
+    """Colour alone did not tell orange from vermillion apart for protan and deutan readers (review finding 1-8)."""
+    import numpy as np
+
+    from manyheads.viz.plots import learning_curves
+
+    curves = {name: np.random.default_rng(0).random((3, 16)) for name in ("a", "b", "c", "d")}
+    ax = learning_curves(list(range(16)), curves)
+    means = [line for line in ax.get_lines() if not line.get_label().startswith("_")]
+    assert len({line.get_linestyle() for line in means}) == 4
+    assert len({line.get_marker() for line in means}) == 4
+    plt.close(ax.figure)

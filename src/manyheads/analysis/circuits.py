@@ -163,7 +163,11 @@ def effective_rank(m: Tensor, energy: float = 0.9) -> int:
 
 
 def plane_basis(azimuth: float, elevation: float) -> Tensor:
-    """An orthonormal basis (3, 2) of the plane whose unit normal has the given angles (degrees)."""
+    """An orthonormal basis (3, 2) of the plane whose unit normal has the given angles (degrees).
+
+    Each basis vector is signed so that its largest component is positive: with the chapter-2 toy's axes
+    (species, number, part of speech), the plane at azimuth 90°, elevation 0° has directions +species and
+    +part of speech, so *cat* (species +1) is drawn on the right."""
     az, el = math.radians(azimuth), math.radians(elevation)
     normal = torch.tensor([math.cos(el) * math.cos(az), math.cos(el) * math.sin(az), math.sin(el)], dtype=torch.float64)
     helper = torch.tensor([0.0, 0.0, 1.0], dtype=torch.float64)
@@ -172,7 +176,9 @@ def plane_basis(azimuth: float, elevation: float) -> Tensor:
     u = torch.linalg.cross(helper, normal)
     u = u / u.norm()
     v = torch.linalg.cross(normal, u)
-    return torch.stack([u, v], dim=1)
+    basis = torch.stack([u, v], dim=1)
+    largest = basis.gather(0, basis.abs().argmax(dim=0, keepdim=True))  # (1, 2): each column's largest entry
+    return basis * torch.where(largest < 0, -1.0, 1.0).to(basis.dtype)
 
 
 def project_onto_plane(x: Tensor, basis: Tensor) -> Tensor:

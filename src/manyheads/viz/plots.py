@@ -117,6 +117,10 @@ def head_heatmaps(
     return fig
 
 
+# (line style, marker) per configuration of a learning-curve plot, in order: no two alike in either.
+CURVE_STYLES = (("-", "o"), ("--", "s"), ("-.", "^"), (":", "D"), ((0, (5, 1, 1, 1, 1, 1)), "v"))
+
+
 def learning_curves(
     steps: Sequence[int],
     curves: Mapping[str, np.ndarray],
@@ -124,19 +128,24 @@ def learning_curves(
     ylabel: str = "accuracy",
     title: str | None = None,
 ) -> Axes:
-    """One colour per labelled configuration: a thin line per seed and a thick line for the mean (chapter 1).
+    """One colour, line style and marker per labelled configuration: a thin line per seed and a thick line for the
+    mean (chapter 1).
 
     steps: (n_points,); each curve: (n_seeds, n_points). Seeds are drawn individually because with a handful of
-    them a mean ± band hides what matters (e.g. two seeds at 1.0 and one at chance).
+    them a mean ± band hides what matters (e.g. two seeds at 1.0 and one at chance). Colour alone does not tell the
+    configurations apart for every reader (orange and vermillion are the Okabe-Ito pair closest for protan and deutan
+    vision), so each also gets its own dash pattern and marker (:data:`CURVE_STYLES`).
     """
     if ax is None:
         _, ax = plt.subplots(figsize=(5, 3.2))
     x = np.asarray(steps)
-    for label, values in curves.items():
+    marks = max(1, len(x) // 8)  # about 8 markers per line
+    for k, (label, values) in enumerate(curves.items()):
         v = np.atleast_2d(np.asarray(values, dtype=float))
         if v.shape[1] != len(x):
             raise ValueError(f"curve {label!r} has {v.shape[1]} points but there are {len(x)} steps")
-        (line,) = ax.plot(x, v.mean(axis=0), label=label, lw=2.2)
+        ls, marker = CURVE_STYLES[k % len(CURVE_STYLES)]
+        (line,) = ax.plot(x, v.mean(axis=0), label=label, lw=2.2, ls=ls, marker=marker, ms=5, markevery=marks)
         if len(v) > 1:
             # colour and style both given, so the seeds' lines do not advance the colour cycle: the next
             # configuration gets the next colour, not one of a repeated pair

@@ -117,13 +117,17 @@ WANTED_COLOUR, OTHER_COLOUR, OUTPUT_COLOUR = COLOURBLIND_SAFE[1], "#8c8c8c", COL
 def one_softmax_state(gap: float, other: float, vocab: Sequence[str], token_a: int = 0, token_b: int = 1) -> dict:
     """What the chapter-1 explorer shows for one setting, as :func:`manyheads.viz.explorers.panels_figure` reads it:
     the softmax over five key positions i-4 … i (i-1 holds ``token_a``, i-3 ``token_b``, scores +gap/2 and -gap/2,
-    the rest ``other``) and the head's output, the weights times one-hot values. Numbers rounded to 4 decimals."""
+    the rest ``other``) and the head's output, the weights times one-hot values. Numbers rounded to 4 decimals.
+    The other three positions hold tokens that differ from both wanted ones, so that the output's bars for
+    ``token_a`` and ``token_b`` show only what the head took from i-1 and i-3."""
     positions = ["i-4", "i-3", "i-2", "i-1", "i"]
     scores = np.array([other, -gap / 2, other, gap / 2, other])
     weights = np.exp(scores - scores.max())
     weights /= weights.sum()
-    rng = np.random.default_rng(0)
-    tokens = rng.integers(len(vocab), size=len(positions))
+    fillers = [t for t in range(len(vocab)) if t not in (token_a, token_b)]
+    if token_a == token_b or not fillers:
+        raise ValueError(f"token_a and token_b must differ and leave a filler token, got {token_a}, {token_b}")
+    tokens = np.random.default_rng(0).choice(fillers, size=len(positions))
     tokens[1], tokens[3] = token_b, token_a
     values = np.eye(len(vocab))[tokens]  # one-hot value vector per key position
     output = weights @ values  # the head's output: one convex combination of the values
@@ -154,8 +158,11 @@ def one_softmax_state(gap: float, other: float, vocab: Sequence[str], token_a: i
     }
 
 
-def one_softmax_widget(vocab: Sequence[str] = ("A", "B", "C", "D", "E", "F")) -> widgets.VBox:
+def one_softmax_widget(
+    vocab: Sequence[str] = ("A", "B", "C", "D", "E", "F"), token_a: int = 0, token_b: int = 1
+) -> widgets.VBox:
     """Slider over the score gap between keys i-1 and i-3 (and the score of the other keys) for one query (chapter 1).
+    ``token_a`` (at i-1) and ``token_b`` (at i-3) index ``vocab``: chapter 1 uses its text's C and E.
 
     The figure shows the single softmax distribution and the resulting output, a convex combination of one-hot
     value vectors: the mass given to the token at i-1 is mass taken from the token at i-3
@@ -165,7 +172,7 @@ def one_softmax_widget(vocab: Sequence[str] = ("A", "B", "C", "D", "E", "F")) ->
     return figure_explorer(
         "one_softmax",
         one_softmax_state,
-        fixed={"vocab": list(vocab)},
+        fixed={"vocab": list(vocab), "token_a": int(token_a), "token_b": int(token_b)},
         gap=widgets.FloatSlider(
             value=0.0, min=-6.0, max=6.0, step=1.0, description="score gap", continuous_update=False
         ),
