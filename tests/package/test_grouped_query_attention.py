@@ -318,6 +318,17 @@ def test_conversion_scores_run_the_converted_model_on_the_tasks_items():
     assert task.model is encoder  # the task itself still runs the original
     with pytest.raises(ValueError, match="one reference"):
         mh.conversion_scores(encoder, [task], [])
+    # What the task scores, and a paired interval over its items: against itself exactly 0; against the floor (no
+    # attention) the point difference is the two scores' difference and lies inside its interval.
+    (outputs,), _ = mh.conversion_outputs(converted, [task])
+    assert task.metric(outputs) == rho_1
+    assert mh.paired_difference(task, outputs, outputs, n_boot=50) == (0.0, 0.0, 0.0)
+    floor = task.outputs(torch.zeros(task.grid))
+    d, low, high = mh.paired_difference(task, outputs, floor, n_boot=200, seed=3)
+    assert d == pytest.approx(rho_1 - task.score(torch.zeros(task.grid))) and low <= high
+    assert (d, low, high) == mh.paired_difference(task, outputs, floor, n_boot=200, seed=3)  # seeded
+    with pytest.raises(ValueError, match="n_boot"):
+        mh.paired_difference(task, outputs, floor, n_boot=1)
 
 
 def test_uptrain_converts_then_trains_and_reports_the_recovered_share():

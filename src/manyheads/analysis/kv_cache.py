@@ -2,8 +2,10 @@
 
 Generating one token with a cache reads every weight once and every cached key and value once; the arithmetic per
 weight read is small, so on hardware whose memory is the bottleneck a decoding step takes a time set by the bytes
-it moves. :func:`decoding_step_bytes` computes those bytes (weights + cache), which is what can be trusted on any
-machine; the speed-up they predict (:attr:`StepBytes.total` of one model over another's) is a *prediction*.
+it moves. :func:`decoding_step_bytes` computes those bytes for a given model (its own weights + its cache), which is
+what can be trusted on any machine; the speed-up they predict (:func:`predicted_speedup`, the ratio of two
+:attr:`StepBytes.total`, refused when the two were counted unlike: another precision, context or cache passes, or
+one parameter count for K/V variants of different size) is a *prediction*.
 
 Timings are measured, with their spread: :func:`decoding_speed` times single-token steps of a
 :class:`~manyheads.models.llama.LlamaDecoder` after a context of ``n`` tokens and measures the cache those steps
@@ -16,7 +18,9 @@ it into "inconclusive here").
 
 What converting a model's K/V heads (:mod:`manyheads.models.kv_heads`) costs, and what training gives back:
 :func:`conversion_scores` scores a converted MiniLM on chapter 5's tasks (:mod:`manyheads.analysis.pruning`) and
-by the cosine of its embeddings to the unconverted model's; :func:`uptrain` converts a toy model and trains it
+by the cosine of its embeddings to the unconverted model's (:func:`conversion_outputs` gives what the tasks score,
+and :func:`paired_difference` a bootstrap interval for the difference of two models' scores on the same items,
+e.g. a converted model against the no-attention floor); :func:`uptrain` converts a toy model and trains it
 on, recording held-out loss and accuracy (Ainslie et al.'s uptraining, at toy scale), beside a control: the same
 architecture trained from scratch for the same steps with the same recipe (``scratch=``).
 
@@ -55,7 +59,9 @@ __all__ = [
     "compare_decoding",
     "DecodeComparison",
     "decoding_comparison",
+    "conversion_outputs",
     "conversion_scores",
+    "paired_difference",
     "UptrainRun",
     "uptrain",
 ]
@@ -402,6 +408,21 @@ def decoding_table(records: Sequence[DecodeRecord]) -> tuple[list[str], list[tup
     return headers, rows
 
 
+def conversion_outputs(model: nn.Module, tasks: Sequence) -> tuple[list[Tensor], list[Tensor]]:
+    """``(outputs, embeddings)`` of ``model`` (e.g. a converted MiniLM) on encoder tasks built for another model: for
+    each task of :mod:`~manyheads.analysis.pruning` (``lee_similarity_task``, ``sentiment_probe_task``, any
+    ``EncoderTask``), what its metric scores and the unit embeddings, with ``model`` in place of the task's own (same
+    texts, same fitted probe)."""
+    outputs, embeddings = [], []
+    for task in tasks:
+        other = copy.copy(task)  # the same tokenized texts and probe; only the model differs
+        other.model = model
+        e = other.embeddings(other.ones())
+        outputs.append(other.outputs_from_embeddings(e))
+        embeddings.append(e)
+    return outputs, embeddings
+
+
 def conversion_scores(model: nn.Module, tasks: Sequence, reference: Sequence[Tensor]) -> tuple[list[float], float]:
     """``(metrics, cosine)`` of ``model`` (e.g. a converted MiniLM) on encoder tasks built for another model.
 
@@ -413,16 +434,34 @@ def conversion_scores(model: nn.Module, tasks: Sequence, reference: Sequence[Ten
     """
     if len(tasks) != len(reference):
         raise ValueError(f"give one reference embedding tensor per task: {len(tasks)} tasks, {len(reference)} tensors")
+    outputs, embeddings = conversion_outputs(model, tasks)
     metrics, cosines = [], []
-    for task, ref in zip(tasks, reference):
-        other = copy.copy(task)  # the same tokenized texts and probe; only the model differs
-        other.model = model
-        embeddings = other.embeddings(other.ones())
-        if embeddings.shape != ref.shape:
-            raise ValueError(f"reference for {task.name!r} is {tuple(ref.shape)}, embeddings {tuple(embeddings.shape)}")
-        metrics.append(other.metric(other.outputs_from_embeddings(embeddings)))
-        cosines.append((embeddings * ref.to(embeddings)).sum(-1))
+    for task, out, e, ref in zip(tasks, outputs, embeddings, reference):
+        if e.shape != ref.shape:
+            raise ValueError(f"reference for {task.name!r} is {tuple(ref.shape)}, embeddings {tuple(e.shape)}")
+        metrics.append(task.metric(out))
+        cosines.append((e * ref.to(e)).sum(-1))
     return metrics, torch.cat(cosines).mean().item()
+
+
+def paired_difference(
+    task, outputs: Tensor, reference: Tensor, n_boot: int = 1000, seed: int = 0, level: float = 0.95
+) -> tuple[float, float, float]:
+    """``(difference, low, high)``: ``task.metric(outputs) - task.metric(reference)`` and its percentile bootstrap
+    interval over the task's items (documents, sentences), both outputs scored on the *same* resamples, so that
+    what the items share cancels (chapter 7: a converted model against the no-attention floor, or against the
+    unconverted model). ``outputs`` and ``reference``: what :func:`conversion_outputs` or ``task.outputs(gates)``
+    give for the same items."""
+    if n_boot < 2:
+        raise ValueError(f"n_boot must be at least 2, got {n_boot}")
+    generator = torch.Generator().manual_seed(seed)
+    resamples = [torch.randint(task.n_items, (task.n_items,), generator=generator) for _ in range(n_boot)]
+    boot = task.bootstrap_metrics([outputs, reference], resamples).double()
+    differences = boot[0] - boot[1]
+    tail = (1 - level) / 2
+    # A resample too degenerate to score (a correlation over fewer than two distinct documents) gives NaN: left out.
+    low, high = torch.nanquantile(differences, torch.tensor([tail, 1 - tail], dtype=torch.float64)).tolist()
+    return task.metric(outputs) - task.metric(reference), low, high
 
 
 @dataclass(frozen=True)

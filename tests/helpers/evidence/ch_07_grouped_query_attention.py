@@ -1,6 +1,8 @@
 """Chapter 7's evidence checks: its verdicts on speed, uptraining and groupings agree with the intervals it measured,
 its text claims no speed-up its own timing contradicts, it shows the papers' figures exercise 7 expects, and quiz 4
-does not credit the KV cache with choosing d_k (issue 24)."""
+does not credit the KV cache with choosing d_k (issue 24). Issue 35: the byte model counts each K/V variant's own
+weights (B-1), a float32 timing is never set beside the 16-bit prediction (B-2), and the page's account of which
+conversions fall below MiniLM's no-attention floor follows the paired intervals it glues (B-31)."""
 
 from __future__ import annotations
 
@@ -24,6 +26,10 @@ PAPER_FIGURES = {
 SPEED_WORDS = ("faster", "slower", "inconclusive here")
 SPEED_CLAIM = re.compile(r"\b(faster|slower|speeds? up|speed-up|inconclusive)\b", re.IGNORECASE)
 HERE = re.compile(r"this machine|this page's CPU|measured here|on the CPU", re.IGNORECASE)
+VARIANTS = (9, 3, 1)  # SmolLM2's K/V heads: repeated, as trained, mean-pooled
+REDUCED = (6, 4, 3, 2, 1)  # MiniLM's conversions
+MEASURED_RATIO = re.compile(r"\{glue:text\}`ratio_(?:long|short)_\d")
+SIXTEEN_BIT_PREDICTION = re.compile(r"\{glue:text\}`predicted_(?:long|short)_\d")
 
 
 def _verdict(low: float, high: float, words: tuple[str, str, str]) -> str:
@@ -72,6 +78,8 @@ def check(glued: dict[str, float | str], nb) -> list[str]:
             )
     else:
         problems.append("the bytes read per step (bytes_long_9, bytes_long_1) and their prediction are not glued")
+    problems += _own_weights_problems(glued)
+    problems += _like_with_like_problems(nb)
     # 3. Uptraining is compared with a from-scratch control, and the words follow the seeds' range.
     for tag in ("5", "all"):
         problems += _word_problems(
@@ -85,10 +93,11 @@ def check(glued: dict[str, float | str], nb) -> list[str]:
         "grouping_word",
         "grouping_gap_low",
         "grouping_gap_high",
-        ("higher than", "lower than", "no different from"),
+        ("higher than", "lower than", "not measurably different from"),
     )
     if float(glued.get("n_draws", 0)) < 2:
         problems.append("random groupings are one draw: glue n_draws >= 2 and report their spread")
+    problems += _floor_problems(glued, page)
     if "first_below" in glued and float(glued["first_below"]) < float(glued.get("conv_cells", 0)):
         summary = " ".join(s for region, s in page.sentences if region == "summary")
         if "Averaging beats keeping one head" in summary:
@@ -114,4 +123,64 @@ def check(glued: dict[str, float | str], nb) -> list[str]:
         r"cache grows with \$d_k\$ per key/value head|mostly the KV cache", q4
     ):
         problems.append("quiz 4 credits the KV cache with head sizes; the cache grows with g·d_k, not d_k")
+    return problems
+
+
+def _own_weights_problems(glued: dict) -> list[str]:
+    """B-1: each K/V variant's weights are its own (params_9 > params_3 > params_1, and the 16-bit weights the byte
+    model counts are 2 bytes per parameter of that variant); one count for all three is the mistake."""
+    names = [f"params_{g}" for g in VARIANTS] + [f"weights_long_{g}" for g in VARIANTS]
+    missing = [n for n in names if n not in glued]
+    if missing:
+        return [f"the byte model's parameter counts per variant are not glued ({', '.join(missing)})"]
+    params = [float(glued[f"params_{g}"]) for g in VARIANTS]
+    problems = []
+    if not params[0] > params[1] > params[2]:
+        problems.append(
+            f"the byte model gives 9, 3 and 1 K/V heads {params} parameters: variants with fewer K/V heads have "
+            f"smaller K/V projections, so one count for all of them is wrong"
+        )
+    for g, n in zip(VARIANTS, params):
+        if float(glued[f"weights_long_{g}"]) != 2 * n:
+            problems.append(f"weights_long_{g} = {glued[f'weights_long_{g}']} is not 2 bytes x params_{g} = {2 * n:g}")
+    return problems
+
+
+def _sentences(nb) -> list[str]:
+    chunks = []
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            for chunk in re.split(r"\n\s*\n|\n(?=\s*- )", cell.source):
+                chunks += re.split(r"(?<=[.;])\s+(?=[A-Z{(])", chunk)
+    return chunks
+
+
+def _like_with_like_problems(nb) -> list[str]:
+    """B-2: a measured (float32) speed ratio is set beside the float32 as-run prediction, never the 16-bit one."""
+    return [
+        f"a float32 timing is compared with the 16-bit prediction (use predicted_as_run_*): {sentence[:160]}"
+        for sentence in _sentences(nb)
+        if MEASURED_RATIO.search(sentence) and SIXTEEN_BIT_PREDICTION.search(sentence)
+    ]
+
+
+def _floor_problems(glued: dict, page) -> list[str]:
+    """B-31: the similarity task's floor is glued, and the conversions the page says fall below it are exactly those
+    whose paired interval against the floor lies below 0."""
+    if "base_rho_floor" not in glued:
+        return ["MiniLM's no-attention floor (base_rho_floor) is not glued beside its ρ"]
+    intervals = [g for g in REDUCED if f"rho_{g}_minus_floor_high" in glued]
+    if not intervals:
+        return ["no paired interval of a converted model's ρ against the floor is glued (rho_<g>_minus_floor_*)"]
+    below = [str(g) for g in intervals if float(glued[f"rho_{g}_minus_floor_high"]) < 0]
+    said = re.findall(r"\d+", str(glued.get("below_floor_groups", "")))
+    problems = []
+    if said != below:
+        problems.append(
+            f"below_floor_groups says {glued.get('below_floor_groups')!r}, but the paired intervals put "
+            f"{below or 'no conversion'} below the floor"
+        )
+    text = " ".join(s for _, s in page.sentences)
+    if not below and re.search(r"below (?:its|the) (?:no-attention )?floor", text):
+        problems.append("the page says ρ falls below its floor, but no paired interval lies below 0")
     return problems
