@@ -38,18 +38,42 @@ GOOD = {
     "small_n_both": 1.0,
     "concat_drop_min": 0.32,
     "concat_acc_max": 0.68,
-    "concat_acc_heads": 1.0,
+    "concat_acc_heads": 0.999,
     "n_role_orders": 2.0,
     "solved_single": 0.0,
     "solved_multi": 6.0,
     "n_multi_runs": 6.0,
     "n_divide_2h": 3.0,
+    "n_steps": 300.0,
+    "chance": 0.03125,
+    "verdict_single_head_check_steps": 1500.0,
+    "verdict_single_head_check_seeds": 3.0,
+    "record_chapter_gap": 1e-4,
+    "long_best_gain": 0.55,
+    "long_best_first_half": 1050.0,
+    "long_multi_first_half": 150.0,
+    "long_n_committed": 5.0,
+    "long_committed_worse_max": 0.037,
+    "sdpa_diff_torch": 0.0,
+    "sdpa_diff_package": 0.0,
+    "sdpa_agreement": "exactly",
+    "concat_is_one_head_gap": 0.0,
+    "concat_identity": "exactly",
+    "concat_heads_phrase": "gets at least 0.999 on both relations",
+}
+CAPTIONS = {
+    "fig-learning-curves": "Accuracy during the chapter's 300 training steps. In 300 steps no single head does.",
+    "fig-longer-budget": "The worse relation over 1,500 training steps (3 seeds); the band: this chapter's 300 steps.",
 }
 
 
-def _nb(*sources: str):
+def _nb(*sources: str, captions: dict | None = None):
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_markdown_cell(s) for s in sources]
+    for name, text in (CAPTIONS if captions is None else captions).items():
+        nb.cells.append(
+            nbformat.v4.new_code_cell("plt.show()", metadata={"mystnb": {"figure": {"name": name, "caption": text}}})
+        )
     return nb
 
 
@@ -70,6 +94,16 @@ def test_a_consistent_chapter_passes():
         ({"n_split_h1": 0.0}, "commits to one offset or splits"),
         ({"solved_single": 1.0}, "learning-curve caption"),
         ({"n_divide_2h": 2.0}, "divide the offsets"),
+        ({"n_steps": 400.0}, "about 400 training steps"),  # the budget changed, the captions did not
+        ({"verdict_single_head_check_steps": 3000.0}, "does not match its record"),
+        ({"record_chapter_gap": 0.02}, "differ from the chapter's run"),
+        ({"long_best_gain": 0.0}, "keeps improving"),
+        ({"long_best_first_half": 100.0}, "keeps improving"),
+        ({"long_committed_worse_max": 0.4}, "stay near chance"),
+        ({"sdpa_diff_torch": 1e-7}, "agree 'exactly'"),
+        ({"concat_is_one_head_gap": 0.3, "concat_identity": "to within 3e-01"}, "is a single head"),
+        ({"concat_identity": "to within 1e-07"}, "equals a one-head model"),
+        ({"concat_acc_heads": 1.0}, "with a worst accuracy of 1.0"),  # "gets at least" where it solves both
     ],
 )
 def test_a_word_its_numbers_do_not_support_is_caught(change, found):
@@ -89,3 +123,15 @@ def test_the_box_and_quiz_count_as_restating_and_the_rest_as_body():
     restating, body = ch1.restating_regions(_nb(BODY, BOX, SUMMARY, quiz))
     assert "quiz_value" in restating and "Concatenating first" in restating and "Chapter 2" not in restating
     assert "Doubling the width" in body and "Common misconceptions" not in body
+
+
+def test_the_old_over_claim_about_1024_pairs_is_caught():
+    body = BODY + "\nwith 32 tokens there are 1,024, far more than the proportions of one blend can separate reliably."
+    problems = ch1.check(GOOD, _nb(body, BOX, SUMMARY))
+    assert any("more than one blend can separate" in p for p in problems), problems
+
+
+def test_captions_without_the_budget_are_caught():
+    problems = ch1.check(GOOD, _nb(BODY, BOX, SUMMARY, captions={"fig-learning-curves": "No single head learns both."}))
+    assert any("learning-curve caption does not say" in p for p in problems)
+    assert any("longer-run caption" in p for p in problems)

@@ -87,4 +87,59 @@ def check(glued: dict[str, float | str], nb) -> list[str]:
     # "which head tracks which offset changes with the seed"
     if not g["n_role_orders"] >= 2:
         problems.append("the box says head roles change with the seed; every two-head seed has the same assignment")
+    return problems + _budget_problems(g, nb) + _identity_problems(g)
+
+
+def caption(nb, name: str) -> str:
+    """The caption of the figure ``name`` (a code cell's ``mystnb.figure``), or ""."""
+    for cell in nb.cells:
+        figure = cell.get("metadata", {}).get("mystnb", {}).get("figure", {})
+        if figure.get("name") == name:
+            return figure.get("caption", "")
+    return ""
+
+
+def _budget_problems(g, nb) -> list[str]:
+    """The 300-step verdicts state their budget, and the longer run's reading follows its record (review 1-1)."""
+    problems = []
+    steps, long_steps = int(g["n_steps"]), int(g["verdict_single_head_check_steps"])
+    curves = caption(nb, "fig-learning-curves")
+    if f"{steps} training steps" not in curves or f"In {steps} steps" not in curves:
+        problems.append(f"the learning-curve caption does not say its verdict is about {steps} training steps")
+    longer = caption(nb, "fig-longer-budget")
+    seeds = int(g["verdict_single_head_check_seeds"])
+    if not all(t in longer for t in (f"{long_steps:,} training steps", f"{steps} steps", f"{seeds} seeds")):
+        problems.append(f"the longer-run caption does not match its record ({long_steps:,} steps, {seeds} seeds)")
+    if long_steps != 5 * steps:
+        problems.append(f"the section says 'five times the training', the record ran {long_steps} against {steps}")
+    # "the record's accuracies at step 300 match the table above": each long run begins as the chapter's run
+    if not g["record_chapter_gap"] < 1e-3:
+        problems.append(
+            f"the longer run's first {steps} steps differ from the chapter's run by {g['record_chapter_gap']}"
+        )
+    # "keeps improving after the chapter's budget ends, but slowly ... where every two-head run passed 0.5 by ..."
+    if not (g["long_best_gain"] > 0.1 and g["long_best_first_half"] > g["long_multi_first_half"]):
+        problems.append("the text says the splitting single head keeps improving, more slowly than the two-head runs")
+    # "the single-head runs that committed to one offset stay near chance on the other"
+    if not (g["long_n_committed"] >= 1 and g["long_committed_worse_max"] < 3 * g["chance"]):
+        problems.append("the text says the committed single-head runs stay near chance on their other relation")
+    if "far more than the proportions of one blend can separate" in _markdown(nb):
+        problems.append(
+            "'1,024 pairs are more than one blend can separate' is stated as fact; the longer run does not show it"
+        )
+    return problems
+
+
+def _identity_problems(g) -> list[str]:
+    """Words chosen by the values they describe (review 1-2, 1-4, 1-5)."""
+    problems = []
+    exact = g["sdpa_diff_torch"] == 0 and g["sdpa_diff_package"] == 0
+    if (g["sdpa_agreement"] == "exactly") != exact:
+        problems.append(f"the text says the implementations agree {g['sdpa_agreement']!r}")
+    if not g["concat_is_one_head_gap"] < 1e-5:
+        problems.append("the text says one softmax over concatenated heads is a single head; the two models differ")
+    if (g["concat_identity"] == "exactly") != (g["concat_is_one_head_gap"] == 0):
+        problems.append(f"the text says the merged model equals a one-head model {g['concat_identity']!r}")
+    if str(g["concat_heads_phrase"]).startswith("solves both") != (g["concat_acc_heads"] == 1):
+        problems.append(f"'{g['concat_heads_phrase']}' with a worst accuracy of {g['concat_acc_heads']}")
     return problems
