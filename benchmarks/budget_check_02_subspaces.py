@@ -221,7 +221,7 @@ def main() -> None:
     checks = [
         mh.BudgetCheck(
             id="ch2-heads-divide-offsets",
-            verdict="every two-head run solves both relations, its two heads dividing the two offsets between them",
+            verdict="every two-head run solves both relations, its two heads dividing the two offsets between them,",
             criterion=f"every two-head seed reaches {SOLVED:.0%} on both relations and its heads follow different "
             "offsets at the longer budget",
             holds=all(divide),
@@ -230,8 +230,8 @@ def main() -> None:
         ),
         mh.BudgetCheck(
             id="ch2-subspaces-closer-than-random",
-            verdict="in every seed the two heads' query and key subspaces are closer than random subspaces of the "
-            "same size",
+            verdict="the two heads' query and key subspaces end up closer than random subspaces of the same size, "
+            "in every seed,",
             criterion="for every two-head seed both mean principal angles (query, key) lie below the 1st percentile "
             "of 300 random pairs at the longer budget",
             holds=all(closer),
@@ -240,8 +240,8 @@ def main() -> None:
         ),
         mh.BudgetCheck(
             id="ch2-circuits-use-few-directions",
-            verdict="every trained circuit holds 90 % of its weight in fewer directions than any circuit before "
-            "training",
+            verdict="training concentrates every circuit, putting 90 % of its weight in fewer directions than any "
+            "untrained circuit has,",
             criterion="for each configuration, the largest effective rank (90 %) over trained heads and seeds is "
             "below the smallest before training, at the longer budget",
             holds=all(few.values()),

@@ -28,6 +28,12 @@ GOOD = {
     "angle_top_first_max": 45.9,
     "angle_top_random_first": 63.4,
     "ch2_role_orders": 2.0,
+    "ch2_steps": 300.0,
+    "ch2_n_seeds": 3.0,
+    **{f"{v}_outcome": "holds" for v in ("verdict_ch2_roles", "verdict_ch2_closer", "verdict_ch2_few")},
+    **{f"{v}_steps": 300.0 for v in ("verdict_ch2_roles", "verdict_ch2_closer", "verdict_ch2_few")},
+    "pos_share_most_min": 0.85,
+    "pos_share_n_above": 3.0,
 }
 BODY = "## Ranks\nThe circuits use {glue:text}`eff_rank_2h_min` to {glue:text}`eff_rank_2h_max` directions."
 BOX = """```{admonition} Common misconceptions
@@ -60,6 +66,10 @@ def test_a_consistent_chapter_passes():
         ({"circuit_gap": 1e-3}, "disagree"),
         ({"ch2_role_orders": 1.0}, "decide which head"),
         ({"eff_rank_2h_max": 12.0, "eff_rank_init_2h_min": 13.0}, "a few directions"),
+        ({"verdict_ch2_closer_outcome": "does not hold"}, "finds the same"),
+        ({"verdict_ch2_few_steps": 200.0}, "the chapter trains 300"),
+        ({"pos_share_most_min": 0.4}, "read mostly position"),
+        ({"pos_share_n_above": 2.0}, "read mostly position"),
     ],
 )
 def test_a_claim_its_numbers_do_not_support_is_caught(change, found):
@@ -72,3 +82,15 @@ def test_a_box_quoting_a_value_the_body_never_shows_is_caught():
         "the summary, box or quiz quotes eff_rank_2h_max, which the body never shows",
         "the summary, box or quiz quotes eff_rank_2h_min, which the body never shows",
     ]
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "a symmetric head like this one always\nfavours tokens that look like the query",
+        "with a matrix that is neither symmetric nor positive definite",
+    ],
+)
+def test_the_wordings_the_review_found_false_are_caught(sentence):
+    problems = ch2.check(GOOD, _nb(BODY + "\n" + sentence, BOX))
+    assert any("review 2-1, 2-2" in p for p in problems), problems

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from helpers.evidence.ch_01_single_head_bottleneck import quoted_but_not_shown
+import re
+
+from helpers.evidence.ch_01_single_head_bottleneck import _markdown, quoted_but_not_shown
+
+VERDICTS = ("verdict_ch2_roles", "verdict_ch2_closer", "verdict_ch2_few")
+# Wordings the first-half review found false (2-1, 2-2): a symmetric head does not favour the query's own token.
+OVER_CLAIMS = (r"neither\s+symmetric\s+nor\s+positive\s+definite", r"always\s+favours\s+tokens\s+that\s+look\s+like")
 
 
 def check(glued: dict[str, float | str], nb) -> list[str]:
@@ -40,4 +46,29 @@ def check(glued: dict[str, float | str], nb) -> list[str]:
     # the effective subspaces "point the same way"
     if not g["angle_top_first_max"] < g["angle_top_random_first"]:
         problems.append("the effective subspaces are said to be closer than random; some seed is not")
+    return problems + _longer_run_problems(g) + _wording_problems(nb)
+
+
+def _longer_run_problems(g) -> list[str]:
+    """The verdicts drawn from training carry their longer run, and the summary's "finds the same" needs all to hold;
+    the explanation of the overlap (review 2-3) follows its measurement."""
+    problems = []
+    for name in VERDICTS:
+        if g.get(f"{name}_outcome") != "holds":
+            problems.append(f"the summary says the longer run finds the same, but {name} {g.get(f'{name}_outcome')}")
+        if g.get(f"{name}_steps") != g["ch2_steps"]:
+            problems.append(f"{name} is about {g.get(f'{name}_steps')} steps, the chapter trains {g['ch2_steps']}")
+    # "The directions the two heads share read mostly position", beside the least shared and random directions
+    if not (g["pos_share_most_min"] > 0.5 and g["pos_share_n_above"] == g["ch2_n_seeds"]):
+        problems.append(
+            f"the shared directions are said to read mostly position ({g['pos_share_most_min']:.0%} at least, above "
+            f"the other directions in {g['pos_share_n_above']:.0f} of {g['ch2_n_seeds']:.0f} seeds)"
+        )
     return problems
+
+
+def _wording_problems(nb) -> list[str]:
+    text = _markdown(nb)
+    return [
+        f"the chapter says {m.group(0)!r} again (review 2-1, 2-2)" for r in OVER_CLAIMS if (m := re.search(r, text))
+    ]
