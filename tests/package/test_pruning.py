@@ -218,8 +218,26 @@ def test_lee_metric_and_loss(lee):
     out = lee.outputs(lee.ones())
     i, j = torch.triu_indices(len(TEXTS), len(TEXTS), offset=1)
     assert lee.metric(out) == pytest.approx(P.spearman(out[i, j], lee.similarities[i, j]))
-    assert float(lee.loss_of(out)) == pytest.approx(float(((out[i, j] - lee.similarities[i, j]) ** 2).mean()))
+    r = torch.corrcoef(torch.stack([out[i, j], lee.similarities[i, j]]))[0, 1]
+    assert float(lee.loss_of(out)) == pytest.approx(1 - float(r), abs=1e-5), "1 - Pearson r, not an MSE"
     assert torch.allclose(out.diagonal(), torch.ones(len(TEXTS)), atol=1e-5), "unit-length embeddings"
+
+
+def test_the_lee_loss_ignores_the_cosines_level_and_scale_as_rho_does(lee):
+    """Review finding B-5: an MSE against the human scores mostly measured how high the cosines are. The loss used to
+    rank heads must not change when every cosine moves up or is stretched, just as Spearman's rho does not."""
+    out = lee.outputs(lee.ones())
+    shifted = 0.3 + 2.0 * out
+    assert float(lee.loss_of(shifted)) == pytest.approx(float(lee.loss_of(out)), abs=1e-5)
+    assert lee.metric(shifted) == pytest.approx(lee.metric(out))
+    x = torch.tensor([0.1, 0.5, 0.2, 0.9])
+    assert float(P.correlation_loss(x, 3 * x + 1)) == pytest.approx(0.0, abs=1e-6)
+    assert float(P.correlation_loss(x, -x)) == pytest.approx(2.0, abs=1e-6)
+    with pytest.raises(ValueError, match="1-D"):
+        P.correlation_loss(x[:1], x[:1])
+    gates = lee.ones().requires_grad_(True)
+    (loss,) = lee.loss_terms(gates)
+    assert float(loss.detach()) == pytest.approx(float(lee.loss_of(lee.outputs(lee.ones()))), abs=1e-5)
 
 
 def test_the_sentiment_probe_is_fitted_once_and_stays_fixed(sentiment):
@@ -314,6 +332,20 @@ def test_prunable_fraction_and_layers():
     assert P.prunable_fraction(curve, 0.10) == 0.2  # the first fall below 0.45 ends it; the later 0.48 does not count
     assert P.prunable_fraction(curve, 0.01) == 0.0
     assert P.pruned_per_layer(curve, 0.2).tolist() == [2, 0]
+
+
+def test_prunable_fraction_with_an_absolute_tolerance():
+    """Chapter 5 states SmolLM2's tolerance in nats per token (review finding B-7), not as a share of the gap to a
+    floor that lies below uniform guessing: the threshold is the unpruned score minus the tolerance."""
+    curve = P.PruningCurve("x", [0.0, 0.1, 0.2, 0.3, 1.0], [-5.0, -5.05, -5.2, -5.6, -12.0], torch.tensor([[1, 2]]))
+    assert P.prunable_fraction(curve, tolerance=0.1) == 0.1
+    assert P.prunable_fraction(curve, tolerance=0.25) == 0.2
+    assert P.prunable_fraction(curve, tolerance=0.0) == 0.0
+    assert P.prunable_fraction(curve, 0.05, floor=curve.floor) == 0.2  # a share of the 7-nat gap: 0.35 nats
+    with pytest.raises(ValueError, match="either drop"):
+        P.prunable_fraction(curve, 0.1, tolerance=0.1)
+    with pytest.raises(ValueError, match="either drop"):
+        P.prunable_fraction(curve)
 
 
 def test_a_given_first_estimate_replaces_the_first_leave_one_out(lee):

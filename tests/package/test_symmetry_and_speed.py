@@ -196,6 +196,7 @@ def _check_rows(records, batch_sizes, heads_kept, heads_total, threads, toleranc
         assert r.masked_tokens_per_s > 0 and r.removed_tokens_per_s > 0
         assert r.speedup == pytest.approx(r.removed_tokens_per_s / r.masked_tokens_per_s - 1)
         assert r.max_abs_diff < tolerance  # the two timed models compute the same function, up to rounding
+        assert r.speedup_low <= r.speedup <= r.speedup_high  # the interval over paired rounds holds the estimate
     headers, rows = speed.speed_table(records)
     assert len(rows) == len(records) and all(len(row) == len(headers) for row in rows)
     assert all(isinstance(cell, str) for row in rows for cell in row)
@@ -338,3 +339,50 @@ def test_pruning_explorer_says_what_is_wrong(kwargs, error, message):
     arguments.update(kwargs)
     with pytest.raises(error, match=message):
         course_widgets.pruning_explorer(**arguments, progress=False)
+
+
+def test_the_speed_up_interval_resamples_paired_rounds():
+    """Review finding B-9: a speed-up is quoted with an interval over interleaved rounds. Rounds where the removed
+    model is always 20 % faster give a tight interval at +20 %; noisy rounds give a wide one; one round gives none."""
+    steady = speed._paired_interval([1.2] * 8, [1.0] * 8)
+    assert steady == pytest.approx((0.2, 0.2))
+    noisy = speed._paired_interval([1.2, 2.0, 1.1, 1.3, 3.0, 1.2], [1.0, 1.0, 1.4, 1.0, 1.0, 1.1])
+    assert noisy[0] < 0.1 < 0.3 < noisy[1]
+    assert all(math.isnan(v) for v in speed._paired_interval([1.0], [1.0]))
+
+
+def test_symmetry_runs_can_hold_the_head_width_fixed():
+    """Review finding B-13: four identical heads of width 8 are compared with one head of width 8, not of width 32."""
+    runs = symmetry.symmetry_experiment(
+        TASK,
+        d_model=16,
+        d_head=4,
+        head_counts=(1, 2),
+        config=TrainConfig(steps=3, seed=0),
+        inits=("normal",),
+        progress=False,
+    )
+    assert [(r.n_heads, r.d_head) for r in runs] == [(1, 4), (2, 4)]
+    headers, _ = symmetry.symmetry_table(runs)
+    assert "accuracy (one seed)" in headers, "one seed has no spread: the header must not promise mean ± sd"
+    with pytest.raises(ValueError, match="d_head"):
+        symmetry.symmetry_experiment(TASK, 16, (2,), TrainConfig(steps=1), d_head=0, progress=False)
+
+
+def test_the_pruning_explorer_draws_and_quotes_the_floor():
+    """Review finding B-6 / issue item 2: the explorer's curve carries the score with every head removed."""
+    from manyheads.viz.widgets import pruning_state
+
+    importances = {name: scores.tolist() for name, scores in _fake_importances().items()}
+    scores = {name: [0.5, 0.4] for name in importances}
+    state = pruning_state(importances, scores, [0.0, 0.5], "ρ", "gradient", 0.5, floor=0.355)
+    curve = state["panels"][1]
+    floors = [s for s in curve["series"] if "floor" in s["label"]]
+    assert len(floors) == 1 and floors[0]["y"] == [0.355, 0.355]
+    assert "no heads: 0.355" in curve["title"]
+    without = pruning_state(importances, scores, [0.0, 0.5], "ρ", "gradient", 0.5)
+    assert not any("floor" in s["label"] for s in without["panels"][1]["series"])
+    view = course_widgets.pruning_explorer(
+        _fake_importances(), lambda keep: 0.5, fractions=(0.0, 0.5), floor=0.3, progress=False
+    )
+    assert view.children[3].value  # drawn

@@ -31,6 +31,7 @@ __all__ = [
     "ModelTask",
     "EncoderTask",
     "lee_similarity_task",
+    "correlation_loss",
     "sentiment_probe_task",
     "next_token_task",
     "spearman",
@@ -93,6 +94,18 @@ def spearman(x: Tensor, y: Tensor) -> float:
     rx, ry = rx - rx.mean(), ry - ry.mean()
     denominator = (rx.norm() * ry.norm()).item()
     return float((rx @ ry).item() / denominator) if denominator > 0 else float("nan")
+
+
+def correlation_loss(x: Tensor, y: Tensor) -> Tensor:
+    """1 − Pearson's r between two 1-D tensors: a differentiable loss that, like a rank correlation, ignores the
+    level and the scale of ``x`` (adding a constant to every value, or multiplying them by a positive one, leaves it
+    unchanged). 0 when ``x`` is a rising linear function of ``y``, 1 when unrelated, 2 when reversed."""
+    if x.dim() != 1 or x.shape != y.shape or x.numel() < 2:
+        raise ValueError(
+            f"correlation_loss needs two 1-D tensors of the same length >= 2, got {tuple(x.shape)}, {tuple(y.shape)}"
+        )
+    xc, yc = x - x.mean(), y.to(x) - y.to(x).mean()
+    return 1 - (xc @ yc) / (xc.norm() * yc.norm()).clamp_min(torch.finfo(x.dtype).tiny)
 
 
 def fit_ridge(features: Tensor, targets: Tensor, alpha: float) -> tuple[Tensor, Tensor]:
@@ -410,7 +423,7 @@ class _LeeTask(EncoderTask):
 
     def loss_of(self, outputs: Tensor) -> Tensor:
         i, j = self.pairs
-        return F.mse_loss(outputs.cpu()[i, j], self.similarities[i, j])
+        return correlation_loss(outputs.cpu()[i, j], self.similarities[i, j])
 
     def bootstrap_metrics(self, outputs: list[Tensor], resamples: list[Tensor]) -> Tensor:
         # A resample that draws document d w_d times contains each pair of distinct documents (d, e) w_d·w_e times.
@@ -438,7 +451,7 @@ class _LeeTask(EncoderTask):
         embeddings = self.embeddings_with_grad(gates)
         i, j = self.pairs
         cosines = (embeddings @ embeddings.T)[i, j]
-        yield F.mse_loss(cosines, self.similarities[i, j].to(cosines.device))
+        yield correlation_loss(cosines, self.similarities[i, j].to(cosines.device))
 
 
 class _SentimentTask(EncoderTask):
@@ -491,8 +504,10 @@ def lee_similarity_task(
     documents: n texts (Lee's 50, :func:`manyheads.data.lee_documents`), truncated to ``max_tokens`` word pieces;
     similarities: (n, n) mean human similarities (:func:`manyheads.data.lee_similarities`). Outputs: the (n, n)
     cosine similarities of the sentence embeddings. Metric: Spearman's ρ between model and human similarity over
-    the n(n-1)/2 pairs (a bootstrap resamples documents). Loss (depends on the gates): the mean squared error
-    between the cosines and the human scores.
+    the n(n-1)/2 pairs (a bootstrap resamples documents). Loss (depends on the gates): :func:`correlation_loss`,
+    1 minus Pearson's r between the cosines and the human scores. Like ρ it ignores the cosines' level and scale
+    (a mean squared error against the human scores would mostly measure how high the cosines are, not how they
+    rank the pairs: chapter 5, review finding B-5).
     """
     return _LeeTask(model, tokenizer, list(documents), similarities, max_tokens, tokens_per_batch)
 
@@ -838,16 +853,26 @@ def pruning_curve(
     return PruningCurve(method, fractions, scores, removed_at, seed, task.name, estimates, history, outputs)
 
 
-def prunable_fraction(curve: PruningCurve, drop: float, floor: float | None = None) -> float:
+def prunable_fraction(
+    curve: PruningCurve, drop: float | None = None, floor: float | None = None, tolerance: float | None = None
+) -> float:
     """The largest share of heads removed before the metric first falls more than ``drop`` below the unpruned score.
 
     Without ``floor``: ``drop`` is relative to the unpruned score (drop=0.05 for "within 5 %"), which says nothing
     when the task keeps most of its score with no heads at all. With ``floor`` (the score with every head removed,
     e.g. ``curve.floor``): ``drop`` is a share of the gap between the unpruned score and the floor ("within 10 % of
     what attention adds"); NaN when the floor is not below the unpruned score, since the task cannot show then how
-    many heads can go (chapter 5).
+    many heads can go (chapter 5). With ``tolerance`` instead of ``drop``: an absolute fall in the metric's own units
+    (for :func:`next_token_task`, nats per token: 0.1 nats is a perplexity 1.105 times the unpruned one), which does
+    not depend on how far below uniform guessing the floor happens to lie.
     """
-    if floor is not None:
+    if (drop is None) == (tolerance is None):
+        raise ValueError("give either drop (a share) or tolerance (an absolute fall of the metric), not both")
+    if tolerance is not None:
+        if tolerance < 0:
+            raise ValueError(f"tolerance must be >= 0, got {tolerance}")
+        threshold = curve.base - tolerance
+    elif floor is not None:
         gap = curve.base - floor
         if not gap > 0:
             return math.nan
@@ -863,15 +888,22 @@ def prunable_fraction(curve: PruningCurve, drop: float, floor: float | None = No
 
 
 def prunable_interval(
-    task: PruningTask, curve: PruningCurve, drop: float, n_boot: int = 200, level: float = 0.95, seed: int = 0
+    task: PruningTask,
+    curve: PruningCurve,
+    drop: float | None = None,
+    n_boot: int = 200,
+    level: float = 0.95,
+    seed: int = 0,
+    tolerance: float | None = None,
 ) -> tuple[float, float]:
     """A bootstrap interval over items for :func:`prunable_fraction` read against the floor (chapter 5).
 
     ``curve`` must keep its outputs (``pruning_curve(..., keep_outputs=True)``) and run to 100 %. Each of ``n_boot``
     seeded resamples of the task's items rescores every point of the curve (the same resample for all points, the
     floor included), and the share of heads removed before the score first falls ``drop`` of the way to the floor
-    is read off the resampled curve. The pruning order stays as it was chosen: the interval says how much the
-    reading depends on which items were scored, not how the ranking would change.
+    is read off the resampled curve (with ``tolerance``: before it first falls ``tolerance`` below the resampled
+    unpruned score, as in :func:`prunable_fraction`). The pruning order stays as it was chosen: the interval says how
+    much the reading depends on which items were scored, not how the ranking would change.
     """
     if not curve.outputs or len(curve.outputs) != len(curve.scores):
         raise ValueError("the curve has no outputs: make it with pruning_curve(..., keep_outputs=True)")
@@ -883,7 +915,10 @@ def prunable_interval(
     values = []
     for column in boot.T.tolist():
         resampled = PruningCurve(curve.method, curve.fractions, column, curve.removed_at)
-        values.append(prunable_fraction(resampled, drop, floor=resampled.floor))
+        if tolerance is not None:
+            values.append(prunable_fraction(resampled, tolerance=tolerance))
+        else:
+            values.append(prunable_fraction(resampled, drop, floor=resampled.floor))
     values = torch.tensor(values, dtype=torch.float64)
     values = values[~values.isnan()]
     if values.numel() == 0:

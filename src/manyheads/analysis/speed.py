@@ -5,7 +5,8 @@ A masked head (gate 0) still costs its share of W_q, W_k, W_v, the attention sco
 function, which :func:`pruning_speed` checks on every batch it times, so the difference in tokens per second is
 the speed that removal buys. It is bounded by the attention layers' share of the work: the feed-forward layers and
 the embeddings are untouched. Michel et al. (2019, Table 4) measured BERT with 50 % of its heads removed on a GPU:
-+1.9 % at batch 1 and +17.5 % at batch 16.
++1.9 % at batch 1 and +17.5 % at batch 16. The two models are timed in interleaved rounds (masked, then removed,
+in every round), so a busy machine slows both alike, and each speed-up carries a bootstrap interval over the rounds.
 """
 
 from __future__ import annotations
@@ -31,7 +32,9 @@ class SpeedRecord:
 
     tokens: real (non-padding) tokens in one forward pass. *_tokens_per_s: tokens / median seconds per forward.
     max_abs_diff: the largest difference between the two models' outputs on this batch (0 up to rounding: they
-    compute the same function).
+    compute the same function). speedup_low, speedup_high: a 95 % percentile bootstrap interval of the speed-up over
+    the rounds (each round times the masked and the removed model back to back, so a round's ratio is paired; the
+    interval resamples rounds and takes the median ratio); NaN with fewer than 2 rounds.
     """
 
     model: str
@@ -45,6 +48,8 @@ class SpeedRecord:
     removed_tokens_per_s: float
     max_abs_diff: float
     repeats: int
+    speedup_low: float = math.nan  # 95 % bootstrap interval of :attr:`speedup` over the paired rounds
+    speedup_high: float = math.nan
 
     @property
     def fraction_removed(self) -> float:
@@ -203,9 +208,28 @@ def _measure(model, removed_cpu, inputs, keep, batch_sizes, repeats, warmup, dev
                     removed_tokens_per_s=n_tokens / statistics.median(seconds["removed"]),
                     max_abs_diff=diff,
                     repeats=repeats,
+                    **dict(
+                        zip(("speedup_low", "speedup_high"), _paired_interval(seconds["masked"], seconds["removed"]))
+                    ),
                 )
             )
     return records
+
+
+def _paired_interval(
+    masked: Sequence[float], removed: Sequence[float], n_boot: int = 2000, level: float = 0.95, seed: int = 0
+) -> tuple[float, float]:
+    """A percentile bootstrap interval of the speed-up (median masked time / median removed time, minus 1, as in
+    :attr:`SpeedRecord.speedup`), resampling whole rounds so that each round's two timings stay paired."""
+    if len(masked) < 2:
+        return math.nan, math.nan
+    m, r = torch.tensor(masked, dtype=torch.float64), torch.tensor(removed, dtype=torch.float64)
+    generator = torch.Generator().manual_seed(seed)
+    rows = torch.randint(len(m), (n_boot, len(m)), generator=generator)
+    ratios = m[rows].quantile(0.5, dim=1) / r[rows].quantile(0.5, dim=1)
+    tail = (1 - level) / 2
+    low, high = torch.quantile(ratios, torch.tensor([tail, 1 - tail], dtype=torch.float64)).tolist()
+    return low - 1, high - 1
 
 
 SPEED_HEADERS = [
@@ -217,6 +241,7 @@ SPEED_HEADERS = [
     "masked (tokens/s)",
     "removed (tokens/s)",
     "speed-up",
+    "95 % interval",
     "max |Δ output|",
 ]
 
@@ -233,6 +258,7 @@ def speed_table(records: Sequence[SpeedRecord]) -> tuple[list[str], list[list[st
             f"{r.masked_tokens_per_s:,.0f}",
             f"{r.removed_tokens_per_s:,.0f}",
             f"{r.speedup:+.1%}",
+            "n/a" if math.isnan(r.speedup_low) else f"[{r.speedup_low:+.1%}, {r.speedup_high:+.1%}]",
             f"{r.max_abs_diff:.1e}",
         ]
         for r in records

@@ -182,6 +182,7 @@ def symmetry_experiment(
     perturbation: float = 1e-7,
     device: torch.device | str | None = "cpu",
     progress: bool = True,
+    d_head: int | None = None,
 ) -> list[SymmetryRun]:
     """Train the chapter-1 model from each initialisation in ``inits``, for every head count and seed (chapter 5).
 
@@ -193,7 +194,9 @@ def symmetry_experiment(
     kind of difference that summing in another order would make. The model has no dropout, the loss is the course's,
     the optimiser Adam, as in every chapter. ``device`` defaults to the CPU, where a run repeats bit for bit.
     Returns one :class:`SymmetryRun` per (head count, initialisation, seed), in that order; a one-head model has no
-    other head to copy, so only its "normal" runs are made.
+    other head to copy, so only its "normal" runs are made. ``d_head``: every head's width, whatever the head count
+    (default ``d_model // n_heads``); give it to compare n identical heads with one head **of the same width**, the
+    model that n copies of one head amount to.
     """
     from tqdm.auto import tqdm
 
@@ -205,6 +208,8 @@ def symmetry_experiment(
         raise ValueError(f"inits must be a non-empty selection of {SYMMETRY_INITS}, got {list(inits)}")
     if not seeds or not head_counts:
         raise ValueError("give at least one seed and one head count")
+    if d_head is not None and d_head < 1:
+        raise ValueError(f"d_head must be a positive width, got {d_head}")
     if perturbation < 0:
         raise ValueError(f"perturbation must be non-negative, got {perturbation}")
     runs = []
@@ -213,7 +218,7 @@ def symmetry_experiment(
         spreads: list[float] = []
 
         def make_model(n_heads=n_heads, init=init, seed=seed, spreads=spreads) -> nn.Module:
-            model = TinyAttentionModel.for_task(task, d_model, n_heads)
+            model = TinyAttentionModel.for_task(task, d_model, n_heads, d_head=d_head)
             if init != "normal":
                 make_heads_identical(model)
             if init == "perturbed":
@@ -255,7 +260,7 @@ SYMMETRY_HEADERS = [
     "d_head",
     "initialisation",
     "seeds",
-    "accuracy (mean ± sd)",
+    "accuracy (mean ± sd over seeds)",
     "largest head spread",
     "rounding tolerance",
     "attention spread",
@@ -289,4 +294,7 @@ def symmetry_table(runs: Sequence[SymmetryRun]) -> tuple[list[str], list[list[st
                 f"{max(run.attention_spread for run in group):.2g}",
             ]
         )
-    return list(SYMMETRY_HEADERS), rows
+    headers = list(SYMMETRY_HEADERS)
+    if all(len(group) == 1 for group in groups.values()):  # one run has no spread: do not promise a "± sd"
+        headers[headers.index("accuracy (mean ± sd over seeds)")] = "accuracy (one seed)"
+    return headers, rows

@@ -276,12 +276,14 @@ def pruning_state(
     metric: str,
     method: str,
     fraction: float,
+    floor: float | None = None,
 ) -> dict:
     """What chapter 5's pruning explorer shows for one method and fraction (:func:`manyheads.viz.explorers.
     panels_figure` reads it). Left: the layer × head map of ``importances[method]`` (lists (n_layers, n_heads)) with
     the heads :func:`manyheads.interventions.prune_mask` removes at ``fraction`` crossed out; right: every method's
     ``scores`` (one per fraction of ``fractions``) with the chosen point circled. Heads numbered from 1, like the
-    chapter's maps and mh.head_name ("6-11" = layer 6, head 11)."""
+    chapter's maps and mh.head_name ("6-11" = layer 6, head 11). ``floor``: the score with every head removed, drawn
+    as a flat black line and quoted in the title, so that no score is read without it."""
     from manyheads.interventions import prune_mask
     from manyheads.viz.explorers import heatmap_panel
 
@@ -322,6 +324,18 @@ def pruning_state(
         "ylabel": metric,
         "title": f"{metric} = {score:.3f} at {fraction:.0%} removed",
     }
+    if floor is not None:
+        curves["series"].append(
+            {
+                "x": [0.0, 1.0],
+                "y": [round(float(floor), 4)] * 2,
+                "color": "#000000",
+                "label": "every head removed (floor)",
+                "width": 1.0,
+                "marker": False,
+            }
+        )
+        curves["title"] += f"; no heads: {floor:.3f}"
     return {"size": [round(width + 4.2, 2), max(3.2, 0.42 * n_layers + 1.9)], "panels": [left, curves]}
 
 
@@ -333,6 +347,7 @@ def pruning_explorer(
     method: str | None = None,
     fraction: float | None = None,
     progress: bool = True,
+    floor: float | None = None,
 ) -> widgets.VBox:
     """Choose an importance method and a fraction: see which heads go and the metric that is left (chapter 5).
 
@@ -344,6 +359,7 @@ def pruning_explorer(
     every method's at 0 %, are evaluated once). ``method`` and ``fraction`` choose the state drawn first. A
     :func:`manyheads.viz.explorers.figure_explorer`: every method × fraction is stored as :func:`pruning_state` of
     the importances and the scores (its ``fixed``), so the book's pages move both controls without a kernel.
+    ``floor`` (the score with every head removed, on the same items) is drawn on the curve and quoted in its title.
     """
     from tqdm.auto import tqdm
 
@@ -389,6 +405,7 @@ def pruning_explorer(
             "scores": {name: [scores[name][f] for f in fractions] for name in importances},
             "fractions": fractions,
             "metric": metric,
+            "floor": None if floor is None else float(floor),
         },
         method=widgets.Dropdown(options=list(importances), value=method, description="importance"),
         fraction=widgets.SelectionSlider(
