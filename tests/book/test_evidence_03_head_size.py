@@ -29,6 +29,12 @@ GOOD = {
     "lr_exact_from": 7.0,
     "lr_n": 8.0,
     "lr_tv_uniform": 0.42,
+    "verdict_one_head_outcome": "holds",
+    "verdict_plateau_outcome": "holds",
+    "verdict_width_one_outcome": "does not hold",
+    "one_long_max": 0.23,
+    "thin_long_min": 0.991,
+    "record_vs_page": 0.0,
 }
 BODY = "## Sweep\nOne head averages {glue:text}`sweep_worse_h1:.2f`."
 SUMMARY = "## Summary\n- One head fails ({glue:text}`sweep_worse_h1:.2f`).\n\n**Exercise.** Next."
@@ -57,6 +63,13 @@ def test_a_consistent_chapter_passes():
         ({"lr_tv_2": 0.35}, "improve with every added dimension"),
         ({"lr_tv_uniform": 0.2}, "even attention"),
         ({"ratio_no_wo": 1.5}, "not 4/3"),
+        # the budget check: a record that turns, or numbers that no longer support the page's account of it
+        ({"verdict_width_one_outcome": "holds"}, "catch up"),
+        ({"thin_long_min": 0.9}, "catch up"),
+        ({"verdict_one_head_outcome": "does not hold"}, "one head is said to stay far below"),
+        ({"one_long_max": 0.8}, "one head is said to stay far below"),
+        ({"verdict_plateau_outcome": "does not hold"}, "plateau is said to solve"),
+        ({"record_vs_page": 0.1}, "start from this page's runs"),
     ],
 )
 def test_a_claim_its_numbers_do_not_support_is_caught(change, found):

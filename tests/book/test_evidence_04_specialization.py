@@ -32,6 +32,15 @@ GOOD = {
     "view_entropy_0": 1.0,
     "view_entropy_3": 1.71,
     "view_entropy_8": 1.06,
+    "n_heldout_below": 2.0,
+    "n_heldout_tied": 1.0,
+    "heldout_below": "poss (78.6 % against 85.7 %) and nsubj (80.0 % against 83.3 %)",
+    "heldout_tied": "amod (100.0 % each)",
+    "verdict_toy_specialize_outcome": "holds",
+    "verdict_toy_roles_outcome": "holds",
+    "head_det_layer": 4.0,
+    "head_det_head": 2.0,
+    "head_det_code": "(3, 1)",
 }
 BODY = "## Emergence\nEach head puts at least {glue:text}`toy_min_share:.2f` on one offset."
 SUMMARY = "## Summary\n- Roles emerge: at least {glue:text}`toy_min_share:.2f`.\n\n**Exercises.** Next."
@@ -60,6 +69,13 @@ def test_a_consistent_chapter_passes():
         ({"n_sep_heads": 30.0}, "[CLS] over [SEP]"),
         ({"toy_min_acc": 0.8}, "solves the task"),
         ({"view_entropy_8": 2.0}, "spread out most"),
+        ({"n_heldout_below": 0.0, "heldout_below": "none"}, "fall below the offset"),
+        ({"n_heldout_tied": 0.0, "heldout_tied": "none"}, "tie with the offset"),
+        ({"n_heldout_below": 4.0}, "beat, lose to or tie"),
+        ({"verdict_toy_roles_outcome": "does not hold"}, "verdict_toy_roles is taught as holding"),
+        ({"verdict_toy_specialize_outcome": "does not hold"}, "verdict_toy_specialize is taught as holding"),
+        ({"head_det_code": "(4, 2)"}, "do not agree"),
+        ({"head_det_layer": 3.0}, "do not agree"),
     ],
 )
 def test_a_claim_its_numbers_do_not_support_is_caught(change, found):

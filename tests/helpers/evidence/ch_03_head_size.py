@@ -30,6 +30,22 @@ def check(glued: dict[str, float | str], nb) -> list[str]:
         problems.append(f"the sweep is said to lose at both ends like the paper; its far end is {g['far_word']!r}")
     if not g["sweep_worse_h16"] > g["sweep_worse_h1"]:
         problems.append("the failure at d_k = 1 is called milder than at h = 1; it is not")
+    # the budget check (issue 35, item 1; review 3-1): the page teaches that one head still fails with the longer
+    # budget, the plateau still solves, and the width-1 heads catch up ("the dip measured speed, not capacity")
+    if g.get("verdict_one_head_outcome") != "holds" or not g["one_long_max"] < 0.5:
+        problems.append("one head is said to stay far below the others with the longer budget too; its check disagrees")
+    if g.get("verdict_plateau_outcome") != "holds":
+        problems.append("the plateau is said to solve the task at the longer budget too; its check disagrees")
+    if g.get("verdict_width_one_outcome") != "does not hold" or not g["thin_long_min"] >= 0.99:
+        problems.append(
+            "heads of width 1 are said to catch up with the longer budget (every seed solving the task); "
+            f"its check says {g.get('verdict_width_one_outcome')!r}, worst seed {g['thin_long_min']:.3f}"
+        )
+    if not g["record_vs_page"] < 0.01:
+        problems.append(
+            f"the budget check's record is said to start from this page's runs; at this page's budget they differ "
+            f"by {g['record_vs_page']:.3f}"
+        )
     if not g["sweep_dhead_max"] < g["sweep_seq_len"]:
         problems.append("the plateau's heads are said to be all narrower than the sequence; some are not")
     # the low-rank fit: errors fall with d_k, exact from n - 1, and one dimension beats the even-attention baseline

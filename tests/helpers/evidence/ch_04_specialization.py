@@ -27,6 +27,14 @@ def check(glued: dict[str, float | str], nb) -> list[str]:
         problems.append(f"the best relation heads are said to sit in the middle layers; {outer} do not")
     if not g["n_heldout_beat"] <= g["n_beat"] <= g["n_relations"]:
         problems.append("more relations beat the offset held out than in-sample, or more than were tested")
+    # held out: "only for n_heldout_beat ...; there the chosen head falls below the offset for <relations>, and
+    # exactly at it for <relations>" (review 4-1): both lists are named, so both must be non-empty and add up
+    if not (g["n_heldout_below"] >= 1 and g["heldout_below"] != "none"):
+        problems.append("the chosen heads are said to fall below the offset for some relations held out; none does")
+    if not (g["n_heldout_tied"] >= 1 and g["heldout_tied"] != "none"):
+        problems.append("a chosen head is said to tie with the offset held out; none does")
+    if not g["n_heldout_beat"] + g["n_heldout_below"] + g["n_heldout_tied"] <= g["n_relations"]:
+        problems.append("more relations beat, lose to or tie with the offset held out than were tested")
     # held out: the chosen head against the other heads of its layer
     if not g["heldout_min"] > g["layer_others_max"]:
         problems.append("the chosen heads are said to beat the other heads of their layer on held-out sentences")
@@ -45,4 +53,18 @@ def check(glued: dict[str, float | str], nb) -> list[str]:
         )
     if not g["toy_n_assignments"] >= 2:
         problems.append("which head takes which role is said to depend on the seed; every seed made the same choice")
+    # the budget check (issue 35, item 1): the text teaches both toy verdicts as holding at the longer budget too
+    # ("after 250 steps and, in the budget check, after 1,250 too"; "a retrained BERT would very likely ...")
+    for name in ("verdict_toy_specialize", "verdict_toy_roles"):
+        if g.get(f"{name}_outcome") != "holds":
+            problems.append(
+                f"{name} is taught as holding at the longer budget; its check says {g.get(name + '_outcome')!r}"
+            )
+    # the explorer's numbering: the 1-based name, its sliders and the 0-based code agree (review I2)
+    layer, head = (int(x) for x in str(g["head_det"]).split("-"))
+    if (layer, head) != (g["head_det_layer"], g["head_det_head"]) or g["head_det_code"] != f"({layer - 1}, {head - 1})":
+        problems.append(
+            f"head {g['head_det']} is said to be sliders {g['head_det_layer']}, {g['head_det_head']} and "
+            f"{g['head_det_code']} in code; they do not agree"
+        )
     return problems
