@@ -3,6 +3,8 @@ must be reported, and a consistent chapter must pass."""
 
 from __future__ import annotations
 
+import re
+
 import nbformat
 import pytest
 from helpers.evidence import ch_03_head_size as ch3
@@ -82,3 +84,25 @@ def test_a_summary_quoting_a_value_the_body_never_shows_is_caught():
     assert ch3.check(GOOD, _nb(BODY, summary)) == [
         "the summary, box or quiz quotes sweep_worse_h16, which the body never shows"
     ]
+
+
+# What the first-half review (issue 35) found in the chapter's text, which must not come back: (pattern, finding).
+FIXED = [
+    (r"heads of width 1 degrade", "3-1: the thin-head dip is slow learning at 200 steps, not a degradation"),
+    (r"what carries over is the mechanism", "3-1: the thin-head 'mechanism' was not shown"),
+    (r"when \$d_k < n\$, there are patterns it cannot produce", "3-2: with independent tokens the threshold is n - 1"),
+    (r"below the sequence length some attention patterns cannot", "3-2: the summary misstated what was measured"),
+    (r"gets no closer than", "3-3: the prose quoted the best target where the table shows the worst"),
+    (r"has the same shape on a real task", "3-4: 'a similar ordering', from single runs"),
+    (r"which is why the effect shows up", "3-5: the bottleneck is one hypothesis for the large-h decline"),
+    (r"list the same 65 million", "3-8: the (A) rows leave the parameter column blank"),
+]
+
+
+@pytest.mark.parametrize(("pattern", "finding"), FIXED, ids=[f[:4] for _p, f in FIXED])
+def test_a_fixed_finding_does_not_come_back(pattern, finding):
+    from manyheads.course.layout import REPO
+
+    nb = nbformat.read(REPO.chapters_dir / "03_head_size.ipynb", as_version=4)
+    text = " ".join(" ".join(c.source.split()) for c in nb.cells if c.cell_type == "markdown")
+    assert not re.search(pattern, text, re.IGNORECASE), finding

@@ -3,6 +3,8 @@ must be reported, and a consistent chapter must pass."""
 
 from __future__ import annotations
 
+import re
+
 import nbformat
 import pytest
 from helpers.evidence import ch_04_specialization as ch4
@@ -88,3 +90,22 @@ def test_a_summary_quoting_a_value_the_body_never_shows_is_caught():
     assert ch4.check(GOOD, _nb(BODY, summary)) == [
         "the summary, box or quiz quotes toy_untrained_max, which the body never shows"
     ]
+
+
+# What the first-half review (issue 35) found in the chapter's text, which must not come back: (pattern, finding).
+FIXED = [
+    (r"as Clark et al\. found in BERT-base", "4-1: Clark et al. ran no held-out selection"),
+    (r"property of the particular training run", "4-2: two different models, an untested 'parking' role"),
+    (r"a retrained BERT would have it", "4-3: a prediction stated as fact"),
+    (r"row = dependent, column = its head\)", "4-4: pobj is boxed from the preposition"),
+    (r"where gender does not help", "4-6: it and they still carry number and animacy"),
+]
+
+
+@pytest.mark.parametrize(("pattern", "finding"), FIXED, ids=[f[:4] for _p, f in FIXED])
+def test_a_fixed_finding_does_not_come_back(pattern, finding):
+    from manyheads.course.layout import REPO
+
+    nb = nbformat.read(REPO.chapters_dir / "04_specialization.ipynb", as_version=4)
+    text = " ".join(" ".join(c.source.split()) for c in nb.cells if c.cell_type == "markdown")
+    assert not re.search(pattern, text, re.IGNORECASE), finding
