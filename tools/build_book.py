@@ -73,6 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     from jupyter_book.cli import main as cli
 
     sphinx.builders.make_chunks = slowest_first  # the name Builder._read_parallel calls
+    os.environ["MANYHEADS_STATIC_BUILD"] = "1"  # the chapters' kernels inherit it: no progress bars on static pages
 
     # the build command imports build_sphinx from jupyter_book.sphinx when it runs
     jupyter_book.sphinx.build_sphinx = _showing_reader_tracebacks(

@@ -1,5 +1,6 @@
-"""Where code runs and how runs are made repeatable: the automatic device choice and seeding (every chapter), and the
-committed full-size measurements of ``benchmarks/`` that chapters 5-7 set beside their own reduced runs."""
+"""Where code runs and how runs are made repeatable: the automatic device choice and seeding (every chapter), progress
+bars that only show where someone is watching, and the committed full-size measurements of ``benchmarks/`` that
+chapters 5-7 set beside their own reduced runs."""
 
 from __future__ import annotations
 
@@ -11,7 +12,11 @@ from pathlib import Path
 import numpy as np
 import torch
 
-__all__ = ["benchmark_result", "device", "seed_everything"]
+__all__ = ["STATIC_BUILD", "benchmark_result", "device", "progress_bar", "seed_everything"]
+
+# Set by tools/build_book.py for the kernels that execute the book's chapters: a progress bar saved into a static page
+# is a frozen widget (or its text fallback) that a reader can do nothing with (review finding 1-9).
+STATIC_BUILD = "MANYHEADS_STATIC_BUILD"
 
 
 def device() -> torch.device:
@@ -22,6 +27,15 @@ def device() -> torch.device:
     if mps is not None and mps.is_available():
         return torch.device("mps")
     return torch.device("cpu")
+
+
+def progress_bar(iterable, desc: str, show: bool = True, **kwargs):
+    """``tqdm.auto``'s bar over ``iterable`` (a widget in Jupyter and Colab, text elsewhere), gone when the loop ends;
+    hidden when ``show`` is false or while the book is being built (``MANYHEADS_STATIC_BUILD`` set)."""
+    from tqdm.auto import tqdm
+
+    hidden = not show or bool(os.environ.get(STATIC_BUILD))
+    return tqdm(iterable, desc=desc, leave=False, disable=hidden, **kwargs)
 
 
 def seed_everything(seed: int) -> None:

@@ -29,12 +29,11 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
-from tqdm.auto import tqdm
 
 import manyheads
 from manyheads.data.tasks import IGNORE_INDEX, TwoRelationTask
 from manyheads.runtime import device as default_device
-from manyheads.runtime import seed_everything
+from manyheads.runtime import progress_bar, seed_everything
 
 __all__ = ["TrainConfig", "TrainResult", "readout_accuracy", "evaluate", "train", "train_grid"]
 
@@ -174,7 +173,7 @@ def train(
         model.train()
         record(0)
         losses = torch.empty(config.steps, device=device)  # filled on the device: no host sync per step on a GPU
-        for step in tqdm(range(1, config.steps + 1), desc=desc, leave=False, disable=not progress, mininterval=0.5):
+        for step in progress_bar(range(1, config.steps + 1), desc, show=progress, mininterval=0.5):
             tokens, targets = task.sample(config.batch_size, data, device)
             logits, _ = model(tokens)
             loss = _loss(logits, targets)
@@ -313,7 +312,7 @@ def train_grid(
     ``{(name, seed): TrainResult}`` in grid order, then seed order.
     """
     runs: dict[tuple[Hashable, int], TrainResult] = {}
-    bar = tqdm([(name, seed) for name in grid for seed in seeds], desc=desc, leave=False, disable=not progress)
+    bar = progress_bar([(name, seed) for name in grid for seed in seeds], desc, show=progress)
     for name, seed in bar:
         bar.set_postfix_str(f"{name}, seed {seed}", refresh=False)
         runs[name, seed] = train(

@@ -113,6 +113,15 @@ def test_exercise_pages_are_rendered_but_not_executed(book, exercise):
     assert "BEGIN SOLUTION" not in html and "HIDDEN TESTS" not in html
 
 
+@pytest.mark.parametrize("chapter", CHAPTERS, ids=lambda p: p.stem)
+def test_chapter_pages_show_no_frozen_progress_bars(book, chapter):
+    """Training loops show a tqdm bar live (an ipywidgets FloatProgress in a box); saved into the static page it is a
+    dead widget, so the book's kernels hide them (MANYHEADS_STATIC_BUILD; review finding 1-9). No explorer of the
+    course uses a progress widget, so any in the page's embedded widget state is a leftover bar."""
+    html = _html(book, f"chapters/{chapter.stem}")
+    assert re.findall(r'"model_name": *"(?:Float|Int)ProgressModel"', html) == []
+
+
 def test_pages_load_no_scripts_or_styles_from_the_internet(book):
     for page in book.html.rglob("*.html"):
         text = page.read_text(encoding="utf-8")

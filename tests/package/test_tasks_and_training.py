@@ -230,3 +230,17 @@ def test_models_that_differ_only_in_head_count_get_different_cache_keys(tmp_path
     for h, cached in runs.items():
         fresh = train(lambda h=h: TinyAttentionModel(6, 8, 16, h), task, config, progress=False)
         assert fresh.train_loss == cached.train_loss, h
+
+
+def test_progress_bars_show_where_someone_watches_and_never_on_a_static_page(monkeypatch):
+    """tools/build_book.py sets MANYHEADS_STATIC_BUILD for the kernels that execute the book: a bar saved into a
+    static page is a frozen widget nobody can use (review finding 1-9; test_book.py checks the built pages). In
+    Jupyter, Colab or a terminal it shows."""
+    from manyheads.runtime import STATIC_BUILD, progress_bar
+
+    monkeypatch.delenv(STATIC_BUILD, raising=False)
+    assert progress_bar(range(3), "runs").disable is False
+    assert progress_bar(range(3), "runs", show=False).disable is True
+    monkeypatch.setenv(STATIC_BUILD, "1")
+    assert progress_bar(range(3), "runs").disable is True
+    assert list(progress_bar(range(3), "runs")) == [0, 1, 2]

@@ -198,9 +198,8 @@ def symmetry_experiment(
     (default ``d_model // n_heads``); give it to compare n identical heads with one head **of the same width**, the
     model that n copies of one head amount to.
     """
-    from tqdm.auto import tqdm
-
     from manyheads.models.tiny import TinyAttentionModel
+    from manyheads.runtime import progress_bar
     from manyheads.training import train
 
     unknown = [init for init in inits if init not in SYMMETRY_INITS]
@@ -214,7 +213,7 @@ def symmetry_experiment(
         raise ValueError(f"perturbation must be non-negative, got {perturbation}")
     runs = []
     plan = [(h, init, seed) for h in head_counts for init in inits for seed in seeds if h > 1 or init == "normal"]
-    for n_heads, init, seed in tqdm(plan, desc="symmetry runs", leave=False, disable=not progress):
+    for n_heads, init, seed in progress_bar(plan, "symmetry runs", show=progress):
         spreads: list[float] = []
 
         def make_model(n_heads=n_heads, init=init, seed=seed, spreads=spreads) -> nn.Module:

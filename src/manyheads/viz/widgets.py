@@ -361,9 +361,8 @@ def pruning_explorer(
     the importances and the scores (its ``fixed``), so the book's pages move both controls without a kernel.
     ``floor`` (the score with every head removed, on the same items) is drawn on the curve and quoted in its title.
     """
-    from tqdm.auto import tqdm
-
     from manyheads.interventions import prune_mask
+    from manyheads.runtime import progress_bar
 
     if not importances:
         raise ValueError("importances is empty: give at least one method name → (n_layers, n_heads) scores")
@@ -387,7 +386,7 @@ def pruning_explorer(
     cache: dict[bytes, float] = {}
     scores: dict[str, dict[float, float]] = {}
     plan = [(name, f) for name in importances for f in fractions]
-    for name, f in tqdm(plan, desc="evaluating pruned models", leave=False, disable=not progress):
+    for name, f in progress_bar(plan, "evaluating pruned models", show=progress):
         key = masks[name][f].cpu().numpy().tobytes()
         if key not in cache:
             value = evaluate(masks[name][f].clone())  # a clone: an evaluate that edits its mask changes nothing here
