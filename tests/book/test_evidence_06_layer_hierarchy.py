@@ -42,6 +42,21 @@ MEASURED = {
     "control_verdict": "far below the chosen heads' change",
     "content_min": 0.46,
     "offset_max": 0.004,
+    # issue 35: the layer removal's floor and intervals (B-20, B-21), the budget checks' outcomes (item 1)
+    "lee_base": 0.398,
+    "lee_base_floor": 0.355,
+    "sent_base": 0.186,
+    "sent_base_floor": 0.219,
+    "sink_cheap_low": 0.64,
+    "sink_cheap_high": 0.97,
+    "other_cheap_low": 0.39,
+    "other_cheap_high": 0.84,
+    "dec_worst_layer": 1.0,
+    "mean_worst_layer": 1.0,
+    "verdict_one_layer_outcome": "holds",
+    "verdict_needs_layer0_outcome": "holds",
+    "verdict_routes_outcome": "holds",
+    "verdict_sharpness_outcome": "holds",
 }
 
 BOX = """```{admonition} Common misconceptions
@@ -144,3 +159,41 @@ def test_glue_roles_are_filled_in_with_their_format():
     nb = page("## Summary\n\nby {glue:text}`top_copy:+.2f` nats in {glue:text}`dec_layers` layers")
     assert "by +5.10 nats in 30 layers" in ch6.restating_text(nb, {"top_copy": 5.1, "dec_layers": 30.0})
     assert ch6.restating_text(nbformat.v4.new_notebook(), {}) == ""
+
+
+# Issue 35: the chapter's new wording (verdicts from training, the layer removal's floor and intervals).
+SUMMARY_CHECKS = """## Summary
+
+- Each 2-layer model forms an induction head, with a sharpness that varies between seeds. Checked at five times the
+  steps over three seeds: that one layer forms no induction head holds; that every 2-layer seed builds it on layer 0
+  holds; that seeds take different routes holds; that the sharpness varies between seeds holds.
+"""
+BODY_LAYERS = (
+    "That no single layer costs much here is guaranteed by the floor: these two tasks cannot show that any layer is "
+    "indispensable. Of the other layers: the two intervals overlap, so on these layers a sink-dominated layer is not "
+    "measurably cheaper to remove. Under mean ablation layer 1 is still the costliest. So seed 0's score rises "
+    "gradually and seed 1's suddenly."
+)
+
+
+def test_the_issue_35_wording_with_its_numbers_passes():
+    assert run((BODY_LAYERS, SUMMARY_CHECKS)) == []
+
+
+@pytest.mark.parametrize(
+    ("changes", "texts", "caught"),
+    [
+        ({"verdict_one_layer_outcome": "does not hold"}, (SUMMARY_CHECKS,), "one layer forms no induction head"),
+        ({"verdict_sharpness_outcome": "does not hold"}, (SUMMARY_CHECKS,), "sharpness varies"),
+        ({}, ("No MiniLM layer is indispensable for these two tasks.",), "dispensable"),
+        ({"lee_base_floor": 0.05}, (BODY_LAYERS,), "cannot show a layer indispensable"),
+        ({"sink_cheap_low": 0.9, "other_cheap_high": 0.6}, (BODY_LAYERS,), "intervals overlap"),
+        ({}, ("the intervals do not overlap: sink-dominated layers are cheaper to remove",), "intervals are apart"),
+        ({"mean_worst_layer": 5.0}, (BODY_LAYERS,), "still the costliest"),
+        ({"toy0_jump_share": 0.55}, (BODY_LAYERS,), "rises gradually"),
+        ({"toy1_jump_share": 0.45}, (BODY_LAYERS,), "rises suddenly"),
+    ],
+)
+def test_a_planted_contradiction_of_issue_35_is_caught(changes, texts, caught):
+    problems = run(texts, **changes)
+    assert problems and any(caught in p for p in problems), problems

@@ -17,7 +17,15 @@ calls ``manyheads.analysis.claims``: each word is checked against the numbers it
   previous-token head)" needs none at the threshold (nor a duplicate-token head, where the body says so);
 * the SmolLM2 ablation: "raises" needs its interval above 0, "does not measurably change" an interval across 0, for the
   held-out copies and for news text; "far below" needs every same-layer control below the chosen heads' interval;
-  "all of them find the target by its content" needs every chosen head's content score far above its fixed-offset one.
+  "all of them find the target by its content" needs every chosen head's content score far above its fixed-offset one;
+* the verdicts from training (issue 35): a restating sentence that names a budget check's outcome ("… holds", "…
+  does not hold") must name the outcome its record gave (``verdict_<name>_outcome``), and "with a sharpness that
+  varies between seeds" needs the sharpness check to hold;
+* in the body, "seed N's score rises suddenly / gradually" follows the seed's jump share (against the cut at 0.5);
+* the layer removal (review B-20, B-21): "cannot show that any layer is indispensable" needs MiniLM's floor (every head
+  removed) to keep at least half of each task's score, and the body may not call a MiniLM layer dispensable outright
+  ("No MiniLM layer is indispensable"); "not measurably cheaper" needs the two shares' intervals to overlap, "do not
+  overlap" needs them apart; "layer N is still the costliest" under mean ablation needs the same layer on top.
 """
 
 from __future__ import annotations
@@ -67,9 +75,73 @@ def _body_problems(glued: dict, nb) -> list[str]:
     return problems
 
 
+# The budget checks' short names in the summary (the chapter's checks_summary) and the verdicts they stand for.
+CHECK_PHRASES = {
+    "that one layer forms no induction head": "verdict_one_layer",
+    "that every 2-layer seed builds it on layer 0": "verdict_needs_layer0",
+    "that seeds take different routes": "verdict_routes",
+    "that the sharpness varies between seeds": "verdict_sharpness",
+}
+
+
+def _verdict_problems(glued: dict, text: str) -> list[str]:
+    problems = []
+    for phrase, name in CHECK_PHRASES.items():
+        outcome = glued.get(f"{name}_outcome")
+        for said in re.findall(rf"{re.escape(phrase)} (holds|does not hold)", text):
+            if said != outcome:
+                problems.append(f"the text says the check {phrase!r} {said}; its record says {outcome!r}")
+    if "sharpness that varies between seeds" in text and glued.get("verdict_sharpness_outcome") != "holds":
+        problems.append(
+            "the text says the sharpness varies between seeds; the budget check says "
+            f"{glued.get('verdict_sharpness_outcome')!r}"
+        )
+    return problems
+
+
+def _layer_removal_problems(glued: dict, body: str) -> list[str]:
+    problems = []
+    if re.search(r"No MiniLM layer is indispensable", body):
+        problems.append("the body calls every MiniLM layer dispensable, which its tasks' floor guarantees (B-20)")
+    if "cannot show that any layer is indispensable" in body:
+        for task in ("lee", "sent"):
+            base, floor = _num(glued, f"{task}_base"), _num(glued, f"{task}_base_floor")
+            if base is None or floor is None or floor < 0.5 * base:
+                problems.append(
+                    f"the body says the MiniLM tasks cannot show a layer indispensable; {task}'s floor is {floor} "
+                    f"against {base} with every head"
+                )
+    lows = [_num(glued, n) for n in ("sink_cheap_low", "sink_cheap_high", "other_cheap_low", "other_cheap_high")]
+    if None not in lows:
+        s_low, s_high, o_low, o_high = lows
+        overlap = s_low <= o_high and o_low <= s_high
+        if "not measurably cheaper" in body and not overlap:
+            problems.append(
+                f"the body says the intervals overlap: [{s_low:.2f}, {s_high:.2f}], [{o_low:.2f}, {o_high:.2f}]"
+            )
+        if "do not overlap" in body and overlap:
+            problems.append(
+                f"the body says the intervals are apart: [{s_low:.2f}, {s_high:.2f}], [{o_low:.2f}, {o_high:.2f}]"
+            )
+    worst, mean_worst = _num(glued, "dec_worst_layer"), _num(glued, "mean_worst_layer")
+    if worst is not None and mean_worst is not None and f"layer {worst:.0f} is still the costliest" in body:
+        if worst != mean_worst:
+            problems.append(
+                f"layer {worst:.0f} is called still the costliest; under mean ablation it is {mean_worst:.0f}"
+            )
+    for seed in (0, 1):
+        share = _num(glued, f"toy{seed}_jump_share")
+        said = re.search(rf"seed {seed}'s (?:score rises )?(suddenly|gradually)", body)
+        if share is not None and said:
+            if (said.group(1) == "suddenly") != (share >= 0.5):
+                problems.append(f"the body says seed {seed} rises {said.group(1)}; its jump share is {share:.2f}")
+    return problems
+
+
 def check(glued: dict, nb) -> list[str]:
     text = " ".join(restating_text(nb, glued).split())
     problems: list[str] = _body_problems(glued, nb)
+    problems += _verdict_problems(glued, text) + _layer_removal_problems(glued, body_text(nb, glued))
     seeds = sorted({int(m) for m in re.findall(r"toy(\d+)_ind\b", " ".join(glued))})
 
     for seed in seeds:
