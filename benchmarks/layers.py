@@ -19,8 +19,8 @@ on more data and prints three tables (each also written as JSON to benchmarks/re
   and 10.
 
 Only ``benchmarks/results/layers_induction.json`` is committed (a run with ``--only-induction``); chapter 6 quotes it.
-The other two tables take hours on 2 shared cores and have no committed run, so the chapter's per-head metrics, layer
-removal and probe stand at the chapter's size alone (review B-26).
+The other two tables have no committed run, so the chapter's per-head metrics, layer removal and probe stand at the
+chapter's size alone (review B-26).
 
 The toy induction model's full-size runs (five seeds) are ``benchmarks/induction.py``, and its budget checks (three
 seeds at five times the steps) ``benchmarks/budget_check_06_layer_hierarchy.py``.
