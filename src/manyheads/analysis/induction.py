@@ -1,10 +1,13 @@
 """Induction heads: the score, and the from-scratch experiment on a 2-layer attention-only model (chapter 6).
 
 On ``[BOS] + r + r`` an induction head at a token of the second copy attends to the token right after that token's
-earlier occurrence (Olsson et al. 2022's "prefix matching"), and copies it: [A][B] … [A] → [B]. In a 2-layer
-attention-only transformer it is built from two heads: a previous-token head in layer 0 writes "the token before me
-was A" into each position, and the induction head in layer 1 forms its keys from that write (K-composition,
-Elhage et al. 2021). Layers count from 0 here; the papers' layers 1 and 2 are layers 0 and 1.
+earlier occurrence (Olsson et al. 2022's "prefix matching"), and copies it: [A][B] … [A] → [B]. One attention layer
+cannot do it: its queries and keys hold only their own token and position, and no information has moved between
+positions yet. In a 2-layer attention-only transformer an earlier head moves it, usually into the keys: a
+previous-token head in layer 0 writes "the token before me was A" into each position, and the induction head in
+layer 1 forms its keys from that write (K-composition, Elhage et al. 2021). Some seeds feed the queries instead
+(Q-composition); :func:`composition_test` tells the two apart. Layers count from 0 here; the papers' layers 1 and 2
+are layers 0 and 1.
 
 * :func:`induction_score`, with :func:`~manyheads.analysis.layers.previous_token_score`, scores heads;
 * :func:`train_induction_model` trains one seed of the recipe (:data:`INDUCTION_RECIPE`) with the course's training
