@@ -169,7 +169,7 @@ SUMMARY_CHECKS = """## Summary
   holds; that seeds take different routes holds; that the sharpness varies between seeds holds.
 """
 BODY_LAYERS = (
-    "That no single layer costs much here is guaranteed by the floor: these two tasks cannot show that any layer is "
+    "For similarity, removing all the heads costs only 0.043, so the similarity task cannot show that any layer is "
     "indispensable. Of the other layers: the two intervals overlap, so on these layers a sink-dominated layer is not "
     "measurably cheaper to remove. Under mean ablation layer 1 is still the costliest. So seed 0's score rises "
     "gradually and seed 1's suddenly."
@@ -186,7 +186,12 @@ def test_the_issue_35_wording_with_its_numbers_passes():
         ({"verdict_one_layer_outcome": "does not hold"}, (SUMMARY_CHECKS,), "one layer forms no induction head"),
         ({"verdict_sharpness_outcome": "does not hold"}, (SUMMARY_CHECKS,), "sharpness varies"),
         ({}, ("No MiniLM layer is indispensable for these two tasks.",), "dispensable"),
-        ({"lee_base_floor": 0.05}, (BODY_LAYERS,), "cannot show a layer indispensable"),
+        ({"lee_base_floor": 0.05}, (BODY_LAYERS,), "similarity task cannot show a layer indispensable"),
+        (
+            {"sent_base_floor": 0.0375, "sent_base": 0.294},
+            ("so the sentiment task cannot show that any layer is indispensable",),
+            "sentiment task cannot show",
+        ),
         ({"sink_cheap_low": 0.9, "other_cheap_high": 0.6}, (BODY_LAYERS,), "intervals overlap"),
         ({}, ("the intervals do not overlap: sink-dominated layers are cheaper to remove",), "intervals are apart"),
         ({"mean_worst_layer": 5.0}, (BODY_LAYERS,), "still the costliest"),
