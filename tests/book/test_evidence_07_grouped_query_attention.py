@@ -67,6 +67,8 @@ def _glued(**changes):
         # MiniLM's floor and the conversions' paired intervals against it (B-31)
         "base_rho_floor": 0.355,
         "below_floor_groups": "3, 2 and 1",
+        "point_below_floor_groups": "3, 2 and 1",
+        **{f"conv_mean_{g}_rho": r for g, r in ((6, 0.371), (4, 0.360), (3, 0.331), (2, 0.314), (1, 0.310))},
         **{f"rho_{g}_minus_floor_high": h for g, h in ((6, 0.05), (4, 0.01), (3, -0.004), (2, -0.02), (1, -0.03))},
     }
     for tag in ("short", "long"):
@@ -161,6 +163,7 @@ def test_a_float32_timing_set_beside_the_16_bit_prediction_is_caught():
         ({"below_floor_groups": "2 and 1"}, "below_floor_groups says '2 and 1'"),
         ({"rho_6_minus_floor_high": -0.01}, "below_floor_groups says"),
         ({"base_rho_floor": None}, "floor (base_rho_floor) is not glued"),
+        ({"point_below_floor_groups": "2 and 1"}, "mean-pooled ρ is below the floor (0.355) at ['3', '2', '1']"),
     ],
 )
 def test_the_conversions_below_the_floor_follow_their_intervals(changes, expected):
@@ -172,5 +175,5 @@ def test_the_conversions_below_the_floor_follow_their_intervals(changes, expecte
 def test_below_the_floor_is_not_claimed_when_no_interval_is_below_it():
     above = _glued(below_floor_groups="none", **{f"rho_{g}_minus_floor_high": 0.02 for g in (6, 4, 3, 2, 1)})
     assert ch7.check(above, _nb(BODY, GOOD_QUIZ)) == []
-    said = _nb(BODY, "The converted model's ρ falls below its floor at every size.", GOOD_QUIZ)
+    said = _nb(BODY, "The converted model ranks pairs worse than no attention at all.", GOOD_QUIZ)
     assert any("no paired interval lies below 0" in p for p in ch7.check(above, said))

@@ -165,22 +165,34 @@ def _like_with_like_problems(nb) -> list[str]:
 
 
 def _floor_problems(glued: dict, page) -> list[str]:
-    """B-31: the similarity task's floor is glued, and the conversions the page says fall below it are exactly those
-    whose paired interval against the floor lies below 0."""
+    """B-31: the similarity task's floor is glued; the conversions the page lists as below it are those whose ρ is
+    below it (``point_below_floor_groups``) and those whose paired interval against it lies below 0
+    (``below_floor_groups``); and the page calls a conversion worse than no attention only when an interval says so."""
     if "base_rho_floor" not in glued:
         return ["MiniLM's no-attention floor (base_rho_floor) is not glued beside its ρ"]
+    floor = float(glued["base_rho_floor"])
     intervals = [g for g in REDUCED if f"rho_{g}_minus_floor_high" in glued]
     if not intervals:
         return ["no paired interval of a converted model's ρ against the floor is glued (rho_<g>_minus_floor_*)"]
     below = [str(g) for g in intervals if float(glued[f"rho_{g}_minus_floor_high"]) < 0]
-    said = re.findall(r"\d+", str(glued.get("below_floor_groups", "")))
     problems = []
+    said = re.findall(r"\d+", str(glued.get("below_floor_groups", "")))
     if said != below:
         problems.append(
             f"below_floor_groups says {glued.get('below_floor_groups')!r}, but the paired intervals put "
             f"{below or 'no conversion'} below the floor"
         )
+    if "point_below_floor_groups" in glued:
+        points = [
+            str(g) for g in REDUCED if f"conv_mean_{g}_rho" in glued and float(glued[f"conv_mean_{g}_rho"]) < floor
+        ]
+        said = re.findall(r"\d+", str(glued["point_below_floor_groups"]))
+        if said != points:
+            problems.append(
+                f"point_below_floor_groups says {glued['point_below_floor_groups']!r}, but the mean-pooled ρ is below "
+                f"the floor ({floor:g}) at {points or 'no conversion'}"
+            )
     text = " ".join(s for _, s in page.sentences)
-    if not below and re.search(r"below (?:its|the) (?:no-attention )?floor", text):
-        problems.append("the page says ρ falls below its floor, but no paired interval lies below 0")
+    if not below and re.search(r"worse than (?:no attention|removing all attention|MiniLM with no attention)", text):
+        problems.append("the page says a conversion is worse than no attention, but no paired interval lies below 0")
     return problems
