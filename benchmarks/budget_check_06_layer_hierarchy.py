@@ -181,6 +181,15 @@ def main() -> None:
     # 1. One layer forms no induction head.
     ones = [v[long] for v in one_layer.values()]
     holds = all(v["best_induction"] < LEVEL and v["second"] > COPIES for v in ones)
+    low, high = min(v["second"] for v in ones), max(v["second"] for v in ones)
+    two_low = min(v[long]["second"] for v in two_layer.values())
+    two_high = max(v[long]["second"] for v in two_layer.values())
+    if high < ln_half - 0.1:
+        versus = f"below mean ln(half) = {ln_half:.2f}, so one layer learns more than an even guess among r's tokens"
+    elif low > ln_half + 0.1:
+        versus = f"above mean ln(half) = {ln_half:.2f}"
+    else:
+        versus = f"near mean ln(half) = {ln_half:.2f}"
     checks = [
         mh.BudgetCheck(
             id="ch6-one-layer-no-induction",
@@ -188,10 +197,10 @@ def main() -> None:
             criterion=f"every 1-layer seed ends with its best induction score below {LEVEL} and its second-copy "
             f"loss above {COPIES:g} nat",
             holds=holds,
-            shows=f"at {args.steps:,} steps the {n} one-layer seeds end with second-copy losses of "
-            f"{min(v['second'] for v in ones):.2f} to {max(v['second'] for v in ones):.2f} nats (mean ln(half) = "
-            f"{ln_half:.2f}) and best induction scores of {min(v['best_induction'] for v in ones):.2f} to "
-            f"{max(v['best_induction'] for v in ones):.2f}.",
+            shows=f"at {args.steps:,} steps the {n} one-layer seeds end with second-copy losses of {low:.2f} to "
+            f"{high:.2f} nats, {versus}, but their best induction scores stay at "
+            f"{min(v['best_induction'] for v in ones):.2f} to {max(v['best_induction'] for v in ones):.2f} and their "
+            f"losses {'far ' if low > 2 * two_high else ''}above the two-layer seeds' {two_low:.2f} to {two_high:.2f}.",
             numbers={"ln_half": ln_half, "level": LEVEL, "copies_below": COPIES, "one_layer": one_layer},
             **common,
         )
@@ -262,7 +271,9 @@ def main() -> None:
             holds=varies,
             shows=f"the share of the rise held by the steepest {span * mh.INDUCTION_RECIPE.eval_every} steps, at "
             f"{CHAPTER_STEPS:,} → {args.steps:,} steps, is {share_words} (0.5 is the cut between a jump and a "
-            "gradual rise).",
+            f"gradual rise); with one tenth of the longer run ({round(0.1 * args.steps):,} steps) as the window, "
+            f"{sum(v[long]['change'] == 'sudden' for v in two_layer.values())} of {n} seeds would count as sudden, "
+            "so the cut's window decides the word.",
             numbers={"span_steps": span * mh.INDUCTION_RECIPE.eval_every, "cut": 0.5, "two_layer": two_layer},
             **common,
         )
