@@ -20,7 +20,7 @@ numbers it must follow from.
 * **The quoted largest losses.** "lowers" needs the family-wise interval below 0, "does not measurably change" one
   that contains 0.
 * **Gradient vs leave-one-out.** A summary saying the gradient ignores the sign must quote two different counts for
-  the last layer.
+  the last layer, or a positive count of heads whose removal lowers the loss.
 * **Joint ablation.** "cost more together" needs at least one pair whose interval lies below 0; the share word must
   fit the count; the body's "costs more than" needs the strongest pair's interval below 0.
 * **The myth.** The box's "Not as a rule" next to SmolLM2's shares (within 0.1 and 0.5 nats) needs them below 70 %.
@@ -142,8 +142,12 @@ def check(glued: dict, nb) -> list[str]:
 
     # Gradient vs leave-one-out.
     loo, grad = _num(glued, "lee_last_loo"), _num(glued, "lee_last_grad")
-    if "ignores the sign" in text and loo is not None and grad is not None and loo == grad:
+    restating_raw = restating_text(nb, {})  # glue roles left as <name?>: which numbers the restating text quotes
+    if "ignores the sign" in text and "<lee_last_loo?>" in restating_raw and loo == grad and loo is not None:
         problems.append(f"the summary says the orders disagree about the last layer; both put {loo:.0f} heads there")
+    lowers = _num(glued, "lee_n_lowers")
+    if "ignores the sign" in text and "<lee_n_lowers?>" in restating_raw and not (lowers or 0) > 0:
+        problems.append("the summary says the gradient ignores the sign, but no head's removal lowers the loss")
 
     # Joint ablation.
     worse, pairs = _num(glued, "toy_pairs_worse"), _num(glued, "toy_n_pairs")
