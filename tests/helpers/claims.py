@@ -26,12 +26,15 @@ class Page:
     glued: list[float] = field(default_factory=list)  # every numeric value the executed notebook glued
     named: dict[str, str] = field(default_factory=dict)  # every glued value by name, as plain text (rules 4 and 5)
     paragraphs: list[str] = field(default_factory=list)  # every paragraph or list item of prose, any region
+    quoted: list[set[str]] = field(default_factory=list)  # per paragraph: the glue names it quotes (notebook pages)
 
     def add(self, region: str, text: str) -> None:
-        text = " ".join(text.split())
+        names = set(re.findall(GLUE_MARK + r"(\w+)" + GLUE_MARK, text))
+        text = " ".join(_unmark(text).split())
         if not text:
             return
         self.paragraphs.append(text)
+        self.quoted.append(names)
         if region == "body":
             self.measured.append(text)
         for sentence in re.split(r"(?<=[.!?;])\s+(?=[A-Z(\"“*])", text):
@@ -124,6 +127,15 @@ def _glue_text(bundle: dict, fmt: str) -> str:
     return text
 
 
+# page_from_notebook marks where each glue role was rendered, so that rule 5 knows which value a paragraph quotes
+# (a number that merely equals a score is not the score); Page.add takes the marks out.
+GLUE_MARK = "\ue000"
+
+
+def _unmark(text: str) -> str:
+    return re.sub(GLUE_MARK + r"\w+" + GLUE_MARK, "", text)
+
+
 GLUE_ROLE = re.compile(r"\{glue(?::(text|md|))?\}`([A-Za-z_][\w]*)(?::([^`]*))?`")
 
 
@@ -155,7 +167,7 @@ def page_from_notebook(nb) -> Page:
             if kind is None and "text/html" in bundle:  # {glue:}`table`: the table itself, measured
                 page.measured.append(BeautifulSoup(str(bundle["text/html"]), "html.parser").get_text(" "))
                 return ""
-            return _glue_text(bundle, fmt or "")
+            return f"{GLUE_MARK}{name}{GLUE_MARK}" + _glue_text(bundle, fmt or "")
 
         source = GLUE_ROLE.sub(render, cell.source)
         source = re.sub(r"\{(?:glue:)?\w+\}`([^`]*)`", r"\1", source)  # other roles: their text
@@ -173,17 +185,17 @@ def _read_markdown(page: Page, source: str, heading: str) -> str:
         block = stripped.startswith(("#", "|", ":")) or not stripped or re.match(r"^(```+|:::+)(\{|\s*$)", stripped)
         if block and paragraph:
             text = " ".join(paragraph)
-            titles = [*admonitions, heading, *re.findall(r"<summary>(.*?)</summary>", text)]
+            titles = [*admonitions, heading, *re.findall(r"<summary>(.*?)</summary>", _unmark(text))]
             page.add(_region(titles), re.sub(r"<[^>]+>", " ", text))
             paragraph = []
         if stripped.startswith("#"):
-            heading = stripped.lstrip("#").strip()
+            heading = _unmark(stripped).lstrip("#").strip()
         elif re.match(r"^(```+|:::+)\{", stripped):
             admonitions.append(re.sub(r"^(```+|:::+)\{[\w-]+\}\s*", "", stripped) or "note")
         elif re.match(r"^(```+|:::+)\s*$", stripped) and admonitions:
             admonitions.pop()
         elif stripped.startswith("|"):
-            page.measured.append(stripped.replace("|", " "))
+            page.measured.append(_unmark(stripped).replace("|", " "))
         elif not block:
             paragraph.append(re.sub(r"^([-*]|\d+\.)\s+", "", stripped))
     return heading
@@ -321,27 +333,23 @@ def verdict_problems(page: Page, records: Path = BUDGET_RECORDS) -> list[str]:
 
 def floor_problems(page: Page) -> list[str]:
     """Rule 5: a paragraph that quotes a score glued with a floor (``<name>`` and ``<name>_floor``) quotes the floor
-    too. A quoted value is a printed decimal that equals the glued value at its printed precision."""
+    too: the floor's glue, or a printed number equal to the floor at its printed precision. Which paragraphs quote the
+    score is known from the rendered glue roles, so the rule reads executed notebooks (the built HTML carries no
+    names; test_book.py runs the checker over both)."""
     problems = []
-    for name, floor_text in page.named.items():
-        if not name.endswith("_floor") or name.removesuffix("_floor") not in page.named:
-            continue
-        score, floor = _float(page.named[name.removesuffix("_floor")]), _float(floor_text)
-        if score is None or floor is None:
-            continue
-        for paragraph in page.paragraphs:
-            printed = [
-                m.group(0)
-                for m in re.finditer(NUMBER, paragraph)
-                if "." in m.group(0) and not paragraph[m.end() :].lstrip().startswith("%")  # a share is not a score
-            ]
-            shows_score = any(round(_num(t), _decimals(t)) == round(score, _decimals(t)) for t in printed)
-            shows_floor = any(round(_num(t), _decimals(t)) == round(floor, _decimals(t)) for t in printed)
-            if shows_score and not shows_floor:
-                problems.append(
-                    f"rule 5: {name.removesuffix('_floor')} ({score:g}) is quoted without its floor ({floor:g}): "
-                    f"{paragraph[:120]}"
-                )
+    for paragraph, names in zip(page.paragraphs, page.quoted):
+        for name in sorted(names):
+            floor_name = f"{name}_floor"
+            if floor_name not in page.named or floor_name in names:
+                continue
+            floor = _float(page.named[floor_name])
+            printed = [m.group(0) for m in re.finditer(NUMBER, paragraph) if "." in m.group(0)]
+            if floor is not None and any(round(_num(t), _decimals(t)) == round(floor, _decimals(t)) for t in printed):
+                continue
+            problems.append(
+                f"rule 5: {name} ({page.named[name]}) is quoted without its floor ({page.named[floor_name]}): "
+                f"{paragraph[:120]}"
+            )
     return problems
 
 
