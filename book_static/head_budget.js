@@ -290,7 +290,7 @@
     var rows = [
       ["d_head = d_model / n_heads", "" + b.d_head],
       ["attention type", kind + ": " + b.n_heads + " query heads share " + b.n_kv_heads + " key/value heads"],
-      ["parameters" + layers, withCommas(b.params) + " (" + formatCount(b.params) + ")"],
+      ["attention parameters, with biases" + layers, withCommas(b.params) + " (" + formatCount(b.params) + ")"],
       ["forward FLOPs" + layers, formatCount(b.flops) + ", of which softmax " + formatCount(b.softmax_flops)],
       ["attention weights, float32" + layers, formatBytes(b.attention_matrix_bytes)],
       ["KV cache, 16-bit" + layers, formatBytes(b.kv_cache_bytes)],

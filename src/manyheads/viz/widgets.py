@@ -66,7 +66,7 @@ def head_budget_html(
     rows = [
         ("d_head = d_model / n_heads", f"{b.d_head}"),
         ("attention type", f"{kind}: {b.n_heads} query heads share {b.n_kv_heads} key/value heads"),
-        ("parameters" + layers, f"{b.params:,} ({format_count(b.params)})"),
+        ("attention parameters, with biases" + layers, f"{b.params:,} ({format_count(b.params)})"),
         ("forward FLOPs" + layers, f"{format_count(b.flops)}, of which softmax {format_count(b.softmax_flops)}"),
         ("attention weights, float32" + layers, format_bytes(b.attention_matrix_bytes)),
         ("KV cache, 16-bit" + layers, format_bytes(b.kv_cache_bytes)),
