@@ -322,6 +322,9 @@ def test_conversion_scores_run_the_converted_model_on_the_tasks_items():
     # attention) the point difference is the two scores' difference and lies inside its interval.
     (outputs,), _ = mh.conversion_outputs(converted, [task])
     assert task.metric(outputs) == rho_1
+    kept = []
+    mh.conversion_scores(converted, [task], reference, keep=kept)
+    assert len(kept) == 1 and torch.equal(kept[0], outputs)
     assert mh.paired_difference(task, outputs, outputs, n_boot=50) == (0.0, 0.0, 0.0)
     floor = task.outputs(torch.zeros(task.grid))
     d, low, high = mh.paired_difference(task, outputs, floor, n_boot=200, seed=3)

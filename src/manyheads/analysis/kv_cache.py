@@ -423,18 +423,23 @@ def conversion_outputs(model: nn.Module, tasks: Sequence) -> tuple[list[Tensor],
     return outputs, embeddings
 
 
-def conversion_scores(model: nn.Module, tasks: Sequence, reference: Sequence[Tensor]) -> tuple[list[float], float]:
+def conversion_scores(
+    model: nn.Module, tasks: Sequence, reference: Sequence[Tensor], keep: list | None = None
+) -> tuple[list[float], float]:
     """``(metrics, cosine)`` of ``model`` (e.g. a converted MiniLM) on encoder tasks built for another model.
 
     tasks: encoder tasks of :mod:`~manyheads.analysis.pruning` (``lee_similarity_task``, ``sentiment_probe_task``,
     any ``EncoderTask``); each is run with ``model`` in place of its own (same
     texts, same fitted probe). reference: one (n_items, d_model) tensor of unit embeddings per task, e.g.
     ``task.embeddings(task.ones())`` of the unconverted model. Returns each task's metric, and the mean cosine
-    between ``model``'s embedding of every item and the reference's.
+    between ``model``'s embedding of every item and the reference's. ``keep``: a list that receives each task's
+    outputs (what :func:`conversion_outputs` gives), for :func:`paired_difference` without running the model again.
     """
     if len(tasks) != len(reference):
         raise ValueError(f"give one reference embedding tensor per task: {len(tasks)} tasks, {len(reference)} tensors")
     outputs, embeddings = conversion_outputs(model, tasks)
+    if keep is not None:
+        keep.extend(outputs)
     metrics, cosines = [], []
     for task, out, e, ref in zip(tasks, outputs, embeddings, reference):
         if e.shape != ref.shape:
