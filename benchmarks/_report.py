@@ -54,3 +54,20 @@ def cpu_model() -> str:
     except OSError:
         pass
     return platform.processor() or platform.machine()
+
+
+def run_meta(seconds: float, **more) -> dict:
+    """Where and when a budget check ran (benchmarks/budget_check_*.py): UTC time, CPU, Python, its wall-clock
+    seconds, and any settings the script adds."""
+    return {
+        "when": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "cpu": cpu_model(),
+        "python": platform.python_version(),
+        "seconds": round(seconds, 1),
+        **more,
+    }
+
+
+def first_step(steps: list[int], values: list[float], level: float) -> int | None:
+    """The first logged step at which a learning curve reaches ``level`` (None if it never does)."""
+    return next((s for s, v in zip(steps, values) if v >= level), None)

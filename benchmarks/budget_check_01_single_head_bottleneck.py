@@ -15,12 +15,10 @@ Writes benchmarks/results/budget_checks/ch1-single-head-both-relations.json and 
 from __future__ import annotations
 
 import argparse
-import platform
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 
-from _report import cpu_model
+from _report import first_step, run_meta
 
 import manyheads as mh
 
@@ -29,10 +27,6 @@ CHAPTER_STEPS = 300
 SOLVED = 0.99
 CONFIGS = {"1 head": (32, 1), "2 heads": (32, 2), "4 heads": (32, 4), "1 head, 2× wide": (64, 1)}
 SINGLE = ("1 head", "1 head, 2× wide")
-
-
-def first_step(steps: list[int], values: list[float], level: float) -> int | None:
-    return next((s for s, v in zip(steps, values) if v >= level), None)
 
 
 def main() -> None:
@@ -94,12 +88,7 @@ def main() -> None:
         shows=shows,
         numbers=numbers,
         command="python benchmarks/budget_check_01_single_head_bottleneck.py",
-        meta={
-            "when": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-            "cpu": cpu_model(),
-            "python": platform.python_version(),
-            "seconds": round(seconds, 1),
-        },
+        meta=run_meta(seconds),
     )
     for path in mh.write_budget_check(check, ROOT):
         print("wrote", path.relative_to(ROOT))

@@ -25,14 +25,12 @@ from __future__ import annotations
 
 import argparse
 import copy
-import platform
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
 import torch
-from _report import cpu_model
+from _report import run_meta
 
 import manyheads as mh
 
@@ -203,12 +201,7 @@ def main() -> None:
         f"{max(init_ranks['1 head'])} before training."
     )
 
-    meta = {
-        "when": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "cpu": cpu_model(),
-        "python": platform.python_version(),
-        "seconds": round(seconds, 1),
-    }
+    meta = run_meta(seconds)
     common = dict(
         chapter="02_subspaces",
         chapter_steps=CHAPTER_STEPS,

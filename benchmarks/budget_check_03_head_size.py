@@ -21,13 +21,11 @@ Writes benchmarks/results/budget_checks/ch3-*.json and the package's copies.
 from __future__ import annotations
 
 import argparse
-import platform
 import statistics
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 
-from _report import cpu_model
+from _report import first_step, run_meta
 
 import manyheads as mh
 
@@ -38,10 +36,6 @@ FIVE_X = 5 * CHAPTER_STEPS
 D_MODEL = 16
 SOLVED = 0.99
 EVAL_EVERY = 50
-
-
-def first_step(steps: list[int], values: list[float], level: float) -> int | None:
-    return next((s for s, v in zip(steps, values) if v >= level), None)
 
 
 def tail_loss(losses: list[float], steps: int) -> float:
@@ -93,12 +87,7 @@ def main() -> None:
     def solved(h: int, steps: int) -> list[bool]:
         return [w >= SOLVED for w in worse_at(h, steps)]
 
-    meta = {
-        "when": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "cpu": cpu_model(),
-        "python": platform.python_version(),
-        "seconds": round(seconds, 1),
-    }
+    meta = run_meta(seconds)
     common = dict(
         chapter=CHAPTER,
         chapter_steps=CHAPTER_STEPS,

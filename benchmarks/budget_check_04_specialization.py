@@ -21,13 +21,11 @@ Writes benchmarks/results/budget_checks/ch4-*.json and the package's copies.
 from __future__ import annotations
 
 import argparse
-import platform
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 
 import torch
-from _report import cpu_model
+from _report import run_meta
 
 import manyheads as mh
 
@@ -68,12 +66,7 @@ def main() -> None:
     seconds = time.perf_counter() - start
     short, long = numbers[str(CHAPTER_STEPS)], numbers[str(args.steps)]
 
-    meta = {
-        "when": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "cpu": cpu_model(),
-        "python": platform.python_version(),
-        "seconds": round(seconds, 1),
-    }
+    meta = run_meta(seconds)
     common = dict(
         chapter=CHAPTER,
         chapter_steps=CHAPTER_STEPS,

@@ -24,14 +24,12 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import platform
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
-from _report import cpu_model
+from _report import run_meta
 
 import manyheads as mh
 
@@ -43,12 +41,7 @@ TOY = mh.TwoRelationTask(vocab_size=16, seq_len=12, offsets=(1, 3))
 
 
 def meta(seconds: float) -> dict:
-    return {
-        "when": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "cpu": cpu_model(),
-        "python": platform.python_version(),
-        "seconds": round(seconds, 1),
-    }
+    return run_meta(seconds)
 
 
 def identical_heads(seeds: tuple[int, ...]) -> mh.BudgetCheck:

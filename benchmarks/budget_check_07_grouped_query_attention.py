@@ -21,12 +21,10 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import platform
 import time
-from datetime import datetime, timezone
 from pathlib import Path
 
-from _report import cpu_model
+from _report import run_meta
 
 import manyheads as mh
 
@@ -165,13 +163,7 @@ def main() -> None:
                 failures.append(key)
             print(key, numbers["runs"][key], f"{time.perf_counter() - start:.0f} s", flush=True)
     seconds = time.perf_counter() - start
-    meta = {
-        "when": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "cpu": cpu_model(),
-        "python": platform.python_version(),
-        "seconds": round(seconds, 1),
-        "pretrain_steps": list(args.pretrain),
-    }
+    meta = run_meta(seconds, pretrain_steps=list(args.pretrain))
     check = record(numbers, seeds, args.steps, args.pretrain, failures, meta)
     for path in mh.write_budget_check(check, ROOT):
         print("wrote", path.relative_to(ROOT))
