@@ -8,9 +8,16 @@ Sphinx decides (upstream would need ``"parallel_read_safe": True`` in the dict t
   the main process after the readers' environments are merged; it keeps nothing of its own per document.
 * sphinx-jupyterbook-latex 1.0.0 adds transforms that annotate nodes inside the document being read, and sets its
   environment attributes at ``builder-inited`` (before the readers start) and only for the LaTeX builder.
+
+It also creates jupyter-cache's database before the readers start. Each reader process opens the cache when its first
+notebook executes, and jupyter-cache 1.0.1 creates the database's tables when the file is missing: two readers that
+both find it missing both create them, and the second fails the build with ``sqlite3.OperationalError: table
+nbproject already exists`` (seen once in a fresh build). Created here, in the main process, the readers find it.
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 UNDECLARED_BUT_SAFE = ("sphinx_multitoc_numbering", "sphinx_jupyterbook_latex")
 
@@ -20,6 +27,18 @@ def _declare(app, env, docnames) -> None:
         extension = app.extensions.get(name)
         if extension is not None and extension.parallel_read_safe is None:
             extension.parallel_read_safe = True
+    _create_execution_cache(env)
+
+
+def _create_execution_cache(env) -> None:
+    config = getattr(env, "mystnb_config", None)  # set by myst-nb at builder-inited, with the cache's final path
+    if config is None or config.execution_mode != "cache" or not config.execution_cache_path:
+        return
+    from jupyter_cache.cache.db import create_db
+
+    path = Path(config.execution_cache_path)
+    path.mkdir(parents=True, exist_ok=True)
+    create_db(path).dispose()  # the tables and the version file, once, before any reader opens it
 
 
 def setup(app):

@@ -65,3 +65,46 @@ def test_the_same_book_without_the_failure_builds(tmp_path):
     done = _build(tmp_path / "fine")
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
     assert (tmp_path / "fine" / "_build" / "html" / "chapter.html").is_file()
+
+
+def _parallel_read_extension():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("parallel_read", REPO.root / "_ext" / "parallel_read.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_execution_cache_exists_before_the_readers_open_it(tmp_path, monkeypatch):
+    # Two reader processes that both find no database both create its tables, and the second fails the build
+    # ("table nbproject already exists"): the main process creates it first, so a reader never has to.
+    from types import SimpleNamespace
+
+    from jupyter_cache import get_cache
+    from jupyter_cache.cache.db import OrmBase
+    from myst_nb.core.config import NbParserConfig
+
+    cache = tmp_path / "_build" / ".jupyter_cache"
+    env = SimpleNamespace(mystnb_config=NbParserConfig(execution_mode="cache", execution_cache_path=str(cache)))
+    app = SimpleNamespace(extensions={})
+    extension = _parallel_read_extension()
+    extension._declare(app, env, [])
+    extension._declare(app, env, [])  # a rebuild finds it there and keeps it
+
+    def a_reader_creating_tables(*args, **kwargs):
+        raise AssertionError("a reader process created the cache's tables: two readers can race to do it")
+
+    monkeypatch.setattr(OrmBase.metadata, "create_all", a_reader_creating_tables)
+    assert get_cache(str(cache)).list_project_records() == []
+
+
+def test_no_execution_cache_is_made_when_the_book_does_not_cache(tmp_path):
+    from types import SimpleNamespace
+
+    from myst_nb.core.config import NbParserConfig
+
+    cache = tmp_path / "cache"
+    env = SimpleNamespace(mystnb_config=NbParserConfig(execution_mode="force", execution_cache_path=str(cache)))
+    _parallel_read_extension()._declare(SimpleNamespace(extensions={}), env, [])
+    assert not cache.exists()
