@@ -1,4 +1,9 @@
-"""Shared output for the benchmarks: a printed table and a JSON file in benchmarks/results/.
+"""Shared options and output for the benchmarks: a printed table and a JSON file in benchmarks/results/.
+
+Every script takes the same two options (:func:`arguments`, :func:`parse`): ``--quick``, a small run that only
+checks that the script still works (its JSON is named ``<name>_quick.json``, which git ignores, and never replaces a
+committed result), and ``--results DIR``, which writes the JSON into DIR instead of benchmarks/results/.
+tests/course/test_benchmarks_run.py runs every script with both, so a benchmark that stops working fails the tests.
 
 The JSON's meta says where and when: CPU model, date, load average (1, 5, 15 min) when the report was written, since
 a timing taken on a machine shared with other work means little without them.
@@ -6,15 +11,86 @@ a timing taken on a machine shared with other work means little without them.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import platform
+import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
 import torch
 
+ROOT = Path(__file__).resolve().parents[1]
 RESULTS = Path(__file__).resolve().parent / "results"
+
+
+class _Output:
+    """Where this run writes (set once by :func:`parse`)."""
+
+    folder: Path | None = None  # --results: None writes the committed results
+    quick: bool = False
+
+
+def arguments(doc: str | None, **kwargs) -> argparse.ArgumentParser:
+    """An argument parser with the options every benchmark takes (``--quick``, ``--results``); the script adds its
+    own. ``doc`` is the script's docstring: its first line is the description, the rest the help's epilogue."""
+    parser = argparse.ArgumentParser(
+        description=(doc or "").strip().splitlines()[0] if doc else None,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        **kwargs,
+    )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="a small run that checks the script works (its numbers are not results; written as <name>_quick.json)",
+    )
+    parser.add_argument(
+        "--results", type=Path, metavar="DIR", help="write the JSON here instead of benchmarks/results/ (committed)"
+    )
+    return parser
+
+
+def parse(parser: argparse.ArgumentParser, argv: list[str] | None = None) -> argparse.Namespace:
+    """Parse the command line and remember where the run writes."""
+    args = parser.parse_args(argv)
+    _Output.folder, _Output.quick = args.results, args.quick
+    return args
+
+
+def destination(name: str, folder: str | None = None) -> Path:
+    """The JSON file a result called ``name`` goes to (in ``folder`` under the results, when given)."""
+    base = _Output.folder if _Output.folder is not None else RESULTS
+    if folder:
+        base = base / folder
+    base.mkdir(parents=True, exist_ok=True)
+    return base / f"{name}{'_quick' if _Output.quick else ''}.json"
+
+
+def write_budget_check(check) -> list[Path]:
+    """A budget check's record: the committed one and the package's copy (``mh.write_budget_check``), or, for a
+    quick run or one with ``--results``, only a file there (the committed records stay as they are)."""
+    if _Output.folder is None and not _Output.quick:
+        import manyheads as mh
+
+        return mh.write_budget_check(check, ROOT)
+    path = destination(check.id, "budget_checks" if _Output.folder is not None else None)
+    if _Output.folder is None:  # quick, into benchmarks/results/: a top-level *_quick.json, which git ignores
+        path = RESULTS / f"budget_check_{check.id}_quick.json"
+    path.write_text(check.to_json(), encoding="utf-8")
+    return [path]
+
+
+def command() -> str:
+    """The command line that produced a result, for its meta (relative to the repository)."""
+    import shlex
+
+    script = Path(sys.argv[0])
+    try:
+        script = script.resolve().relative_to(ROOT)
+    except ValueError:
+        pass
+    return shlex.join([str(script), *sys.argv[1:]])
 
 
 def report(name: str, columns: list[str], rows: list[dict], meta: dict | None = None) -> Path:
@@ -24,9 +100,9 @@ def report(name: str, columns: list[str], rows: list[dict], meta: dict | None = 
     print("  ".join("-" * w for w in widths))
     for r in rows:
         print("  ".join(_fmt(r[c]).ljust(w) for c, w in zip(columns, widths)))
-    RESULTS.mkdir(exist_ok=True)
-    path = RESULTS / f"{name}.json"
+    path = destination(name)
     meta = {
+        "command": command(),
         **(meta or {}),
         "when": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "python": platform.python_version(),

@@ -14,11 +14,10 @@ Writes benchmarks/results/budget_checks/ch1-single-head-both-relations.json and 
 
 from __future__ import annotations
 
-import argparse
 import time
 from pathlib import Path
 
-from _report import first_step, run_meta
+from _report import arguments, first_step, parse, run_meta, write_budget_check
 
 import manyheads as mh
 
@@ -30,13 +29,19 @@ SINGLE = ("1 head", "1 head, 2× wide")
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
+    global CHAPTER_STEPS
+    parser = arguments(__doc__)
     parser.add_argument("--steps", type=int, default=5 * CHAPTER_STEPS)
     parser.add_argument("--seeds", type=int, default=3)
-    args = parser.parse_args()
+    args = parse(parser)
+    eval_every = 50
+    if args.quick:
+        # --quick checks that the script runs (tests/course/test_benchmarks_run.py): the chapter's budget shrunk, the
+        # check still 5x it, over the same number of seeds; its record is written beside the results, never over them.
+        CHAPTER_STEPS, args.steps, eval_every = 20, 100, 10
     seeds = tuple(range(args.seeds))
     task = mh.TwoRelationTask(vocab_size=32, seq_len=12, offsets=(1, 3))
-    config = mh.TrainConfig(steps=args.steps, batch_size=32, lr=1e-2, eval_every=50, eval_size=512)
+    config = mh.TrainConfig(steps=args.steps, batch_size=32, lr=1e-2, eval_every=eval_every, eval_size=512)
     start = time.perf_counter()
     runs = mh.train_grid(mh.TinyAttentionModel.for_task, CONFIGS, task, config, seeds, device="cpu", progress=False)
     seconds = time.perf_counter() - start
@@ -90,8 +95,8 @@ def main() -> None:
         command="python benchmarks/budget_check_01_single_head_bottleneck.py",
         meta=run_meta(seconds),
     )
-    for path in mh.write_budget_check(check, ROOT):
-        print("wrote", path.relative_to(ROOT))
+    for path in write_budget_check(check):
+        print("wrote", path)
     print(check.sentence())
 
 

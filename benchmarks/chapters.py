@@ -8,6 +8,7 @@ Run: .venv/bin/python benchmarks/chapters.py [chapters/NN_topic.ipynb ...]     #
          # the median of 3 runs alone, and of 3 runs while a second copy of --neighbour (default: the same
          # chapter) executes again and again beside it, as when two book builds share the machine; --solo N: N runs
      --book-env ''    # another environment instead of the Makefile's ('': torch's defaults, the "before")
+     --quick          # a two-cell stand-in notebook instead of the chapters, once: checks that the script works
 """
 
 from __future__ import annotations
@@ -21,10 +22,11 @@ import signal
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
-from _report import report
+from _report import arguments, parse, report
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -110,19 +112,37 @@ def compare(paths: list[Path], solo: int, beside: int, neighbour: Path | None, e
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = arguments(__doc__)
     parser.add_argument("paths", nargs="*", type=Path)
     parser.add_argument("--solo", type=int, nargs="?", const=3, default=0, help="N runs alone (default N: 3)")
     parser.add_argument("--beside", type=int, nargs="?", const=3, default=0, help="N runs beside a second build")
     parser.add_argument("--neighbour", type=Path, help="the chapter the second build executes (default: the same)")
     parser.add_argument("--book-env", help="NAME=value ... instead of the Makefile's BOOK_ENV")
     parser.add_argument("--execute-one", type=Path, help=argparse.SUPPRESS)
-    args = parser.parse_args()
+    args = parse(parser)
     if args.execute_one:
         print(json.dumps(execute(args.execute_one)))
         return
     env = book_env() if args.book_env is None else _parse_env(args.book_env)
     paths = args.paths or sorted((ROOT / "chapters").glob("*.ipynb"))
+    if args.quick:
+        with tempfile.TemporaryDirectory(prefix="mh-chapters-") as tmp:
+            args.solo, args.beside = min(args.solo, 1), min(args.beside, 1)
+            return _run([_stand_in(Path(tmp))], args, env)
+    _run(paths, args, env)
+
+
+def _stand_in(folder: Path) -> Path:
+    """A two-cell notebook that imports the course package as a chapter does (for --quick)."""
+    import nbformat
+
+    cells = [nbformat.v4.new_code_cell("import manyheads as mh"), nbformat.v4.new_code_cell("mh.head_dim(512, 8)")]
+    path = folder / "00_stand_in.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=cells), path)
+    return path
+
+
+def _run(paths: list[Path], args, env: dict[str, str]) -> None:
     if args.solo or args.beside:
         compare(paths, args.solo, args.beside, args.neighbour, env)
         return

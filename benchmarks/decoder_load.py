@@ -7,11 +7,10 @@ it is hashed once per process). Run: .venv/bin/python benchmarks/decoder_load.py
 
 from __future__ import annotations
 
-import argparse
 import time
 
 import torch
-from _report import report
+from _report import arguments, parse, report
 from gguf import GGUFReader
 from gguf.quants import dequantize
 
@@ -47,10 +46,10 @@ def _phases() -> dict[str, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(__doc__)
     parser.add_argument("--repeats", type=int, default=3)
-    args = parser.parse_args()
-    runs = [_phases() for _ in range(args.repeats)]
+    args = parse(parser)
+    runs = [_phases() for _ in range(1 if args.quick else args.repeats)]
     rows = [
         {
             "phase": phase,

@@ -10,19 +10,18 @@ the CPU and, when ``torch.cuda.is_available()``, on CUDA. The table and benchmar
 both, and the speed-up; without a GPU the GPU column says "absent".
 
 Run it under two CPU cores, as the chapters are sized for: ``taskset -c 0,1 python benchmarks/device_paths.py``
-(``--threads`` sets torch's CPU threads, default 2). ``--small`` runs reduced sizes, to check that the script works.
+(``--threads`` sets torch's CPU threads, default 2). ``--quick`` runs reduced sizes, to check that the script works.
 """
 
 from __future__ import annotations
 
-import argparse
 import functools
 import time
 from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
-from _report import report
+from _report import arguments, parse, report
 
 import manyheads as mh
 from manyheads.analysis import language_model as lm
@@ -234,12 +233,11 @@ SMALL = {
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--small", action="store_true", help="reduced sizes, to check that the script runs")
+    parser = arguments(__doc__)
     parser.add_argument("--threads", type=int, default=2, help="torch CPU threads (default 2)")
-    args = parser.parse_args()
+    args = parse(parser)
     torch.set_num_threads(args.threads)
-    size = SMALL if args.small else FULL
+    size = SMALL if args.quick else FULL
     gpu = torch.device("cuda") if torch.cuda.is_available() else None
     if gpu is None:
         print("No CUDA device: the GPU column is absent.\n")
@@ -257,10 +255,9 @@ def main() -> None:
             }
         )
         print(f"  {chapter:>9}  {what}: cpu {cpu_s:.2f} s" + (f", gpu {gpu_s:.2f} s" if gpu_s else ""), flush=True)
-    name = "device_paths_small" if args.small else "device_paths"
     device_name = torch.cuda.get_device_name() if gpu is not None else "none"
     print(f"\nGPU: {device_name}; CPU threads: {torch.get_num_threads()}\n")
-    report(name, ["chapter", "path", "cpu_s", "gpu_s", "speedup"], rows)
+    report("device_paths", ["chapter", "path", "cpu_s", "gpu_s", "speedup"], rows)
 
 
 if __name__ == "__main__":

@@ -4,16 +4,15 @@ The course's encoder is written to be read (explicit heads, attention weights al
 this measures what that costs against BertModel with eager attention (which also returns the weights) and,
 for reference, with PyTorch's fused sdpa attention (which does not).
 The three are timed in turn within each repeat (not one after the other), so that a busy machine slows all of
-them alike. Run: .venv/bin/python benchmarks/encoder.py [--threads N] [--repeats R]
+them alike. Run: .venv/bin/python benchmarks/encoder.py [--threads N] [--repeats R] [--quick] [--results DIR]
 """
 
 from __future__ import annotations
 
-import argparse
 import time
 
 import torch
-from _report import report
+from _report import arguments, parse, report
 
 from manyheads.models.bert import load_encoder as load
 from manyheads.models.checkpoints import model_dir
@@ -50,10 +49,11 @@ def _interleaved_medians(fns: dict, repeats: int) -> dict[str, float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(__doc__)
     parser.add_argument("--threads", type=int, default=torch.get_num_threads(), help="torch CPU threads")
     parser.add_argument("--repeats", type=int, default=15)
-    args = parser.parse_args()
+    args = parse(parser)
+    batches, repeats = (BATCHES[:1], 2) if args.quick else (BATCHES, args.repeats)
     torch.set_num_threads(args.threads)
     from transformers import BertModel
 
@@ -62,7 +62,7 @@ def main() -> None:
     sdpa = BertModel.from_pretrained(str(model_dir()), attn_implementation="sdpa").eval()
     rows = []
     with torch.inference_mode():
-        for batch_size, repeat in BATCHES:
+        for batch_size, repeat in batches:
             texts = [" ".join([SENTENCES[(i + j) % len(SENTENCES)] for j in range(repeat)]) for i in range(batch_size)]
             batch = tokenizer(texts).inputs()
             t = _interleaved_medians(
@@ -72,7 +72,7 @@ def main() -> None:
                     "sdpa": lambda b=batch: sdpa(**b),
                     "mine": lambda b=batch: encoder(**b),
                 },
-                args.repeats,
+                repeats,
             )
             t_eager, t_sdpa, t_mine = t["eager"], t["sdpa"], t["mine"]
             rows.append(

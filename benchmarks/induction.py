@@ -25,12 +25,11 @@ Run: .venv/bin/python benchmarks/induction.py [--seeds 5] [--steps 1500] [--quic
 
 from __future__ import annotations
 
-import argparse
 import os
 import time
 from dataclasses import replace
 
-from _report import report
+from _report import arguments, parse, report
 
 import manyheads as mh
 
@@ -105,11 +104,10 @@ def one_layer_row(seed: int, config, task, probes) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(__doc__)
     parser.add_argument("--seeds", type=int, default=5, help="seeds per model (0, 1, …)")
     parser.add_argument("--steps", type=int, default=mh.INDUCTION_RECIPE.steps, help="training steps")
-    parser.add_argument("--quick", action="store_true", help="a small run to check the script (not for figures)")
-    args = parser.parse_args()
+    args = parse(parser)
     if args.quick:
         args.seeds, args.steps = 1, 100
     task = mh.RepeatedHalvesTask()
@@ -126,7 +124,7 @@ def main() -> None:
     for row in rows:
         for column in columns:
             row.setdefault(column, "")
-    report("induction" if not args.quick else "induction_quick", columns, rows)
+    report("induction", columns, rows)
 
 
 if __name__ == "__main__":

@@ -25,12 +25,11 @@ Run: .venv/bin/python benchmarks/kv_cache.py [--contexts 64 512 2048 4096] [--st
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import statistics
 
 import torch
-from _report import report
+from _report import arguments, parse, report
 
 import manyheads as mh
 from manyheads.analysis import language_model as lm
@@ -170,7 +169,7 @@ def uptraining(seeds, pretrain_steps: int, uptrain_steps: int) -> list[dict]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(__doc__)
     parser.add_argument("--contexts", type=int, nargs="+", default=[64, 512, 2048, 4096])
     parser.add_argument("--steps", type=int, default=4, help="timed steps per model in each round")
     parser.add_argument("--rounds", type=int, default=10)
@@ -183,7 +182,12 @@ def main() -> None:
     parser.add_argument(
         "--tables", nargs="+", choices=TABLES, default=list(TABLES), help="which tables to run (default: all four)"
     )
-    args = parser.parse_args()
+    args = parse(parser)
+    pretrain, uptrain, window, lee_tokens = 400, 100, 128, 128
+    if args.quick:  # every table, at sizes that only check that it runs
+        args.contexts, args.steps, args.rounds, args.draws = [16], 1, 2, 1
+        args.n_fit, args.n_eval, args.lm_windows, args.seeds = 24, 12, 1, 1
+        pretrain, uptrain, window, lee_tokens = 20, 10, 16, 16
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     if "uptraining" in args.tables:  # the cheapest table first: a run stopped early still leaves it
@@ -191,7 +195,7 @@ def main() -> None:
             "kv_cache_uptraining",
             ["seed", "converted_acc", "uptrained_acc_5pct", "scratch_acc_5pct", "uptrained_acc_all", "scratch_acc_all",
              "uptrained_step_0.99", "scratch_step_0.99"],
-            uptraining(range(args.seeds), 400, 100),
+            uptraining(range(args.seeds), pretrain, uptrain),
         )  # fmt: skip
     if not {"decoding", "smollm2_loss", "minilm_conversion"} & set(args.tables):
         return
@@ -208,7 +212,9 @@ def main() -> None:
         )  # fmt: skip
     if "smollm2_loss" in args.tables:
         report(
-            "kv_cache_smollm2_loss", ["model", "tokens", "loss"], smollm2_loss(decoder, tokenizer, args.lm_windows, 128)
+            "kv_cache_smollm2_loss",
+            ["model", "tokens", "loss"],
+            smollm2_loss(decoder, tokenizer, args.lm_windows, window),
         )
     del decoder
     if "minilm_conversion" in args.tables:
@@ -216,7 +222,7 @@ def main() -> None:
             "kv_cache_minilm_conversion",
             ["kv_heads", "method", "draws", "lee_rho", "lee_rho_sd", "sentiment_r2", "sentiment_r2_sd", "cosine",
              "cosine_sd"],
-            minilm(args.n_fit, args.n_eval, 128, args.draws),
+            minilm(args.n_fit, args.n_eval, lee_tokens, args.draws),
         )  # fmt: skip
 
 

@@ -30,13 +30,12 @@ Run: .venv/bin/python benchmarks/layers.py [--threads 1] [--random 20] [--quick]
 
 from __future__ import annotations
 
-import argparse
 import math
 import time
 
 import torch
 import torch.nn.functional as F
-from _report import report
+from _report import arguments, parse, report
 
 import manyheads as mh
 from manyheads.analysis import language_model as lm
@@ -218,7 +217,7 @@ def induction_rows(args, decoder, tokenizer, windows: torch.Tensor) -> list[dict
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(__doc__)
     parser.add_argument("--snippets", type=int, default=1000, help="movie-review sentences for MiniLM's metrics")
     parser.add_argument("--n-fit", type=int, default=2000, help="sentences the sentiment probes are fitted on")
     parser.add_argument("--n-eval", type=int, default=1000, help="held-out sentences they are scored on")
@@ -230,17 +229,15 @@ def main() -> None:
     parser.add_argument("--max-shift", type=int, default=50, help="longest gap between the two copies")
     parser.add_argument("--random", type=int, default=20, help="random draws of k heads from the same layers")
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (on a busy machine use 1)")
-    parser.add_argument("--quick", action="store_true", help="a small run to check the script (not for figures)")
     parser.add_argument(
         "--only-induction", action="store_true", help="only the SmolLM2 induction table (and the news windows it needs)"
     )
-    args = parser.parse_args()
+    args = parse(parser)
     if args.threads is not None:
         torch.set_num_threads(args.threads)
     if args.quick:
         args.snippets, args.n_fit, args.n_eval, args.windows, args.window = 16, 64, 32, 1, 32
         args.rows, args.length, args.random, args.test_rows, args.max_shift = 2, 20, 2, 2, 5
-    suffix = "_quick" if args.quick else ""
     start = time.perf_counter()
     if not args.only_induction:
         minilm = minilm_rows(args)
@@ -249,14 +246,14 @@ def main() -> None:
         for row in minilm:
             for column in columns:
                 row.setdefault(column, "")
-        report(f"layers_minilm{suffix}", columns, minilm)
+        report("layers_minilm", columns, minilm)
     decoder, tokenizer = llama.load_decoder()
     smol, windows = smollm2_rows(args, decoder, tokenizer)
     if not args.only_induction:
-        report(f"layers_smollm2{suffix}", list(smol[0]), smol)
+        report("layers_smollm2", list(smol[0]), smol)
     induction = induction_rows(args, decoder, tokenizer, windows)
     settings = ("rows", "length", "test_rows", "max_shift", "random", "windows", "window")
-    report(f"layers_induction{suffix}", list(induction[0]), induction, meta={k: getattr(args, k) for k in settings})
+    report("layers_induction", list(induction[0]), induction, meta={k: getattr(args, k) for k in settings})
     print(
         f"\nall parts: {time.perf_counter() - start:.0f} s; uniform guess over the vocabulary: "
         f"{math.log(decoder.config.vocab_size):.2f} nats"

@@ -28,12 +28,11 @@ token; this script still reports shares of the gap to the floor, which the chapt
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import time
 
 import torch
-from _report import report
+from _report import arguments, parse, report
 
 import manyheads as mh
 from manyheads.analysis import pruning as P
@@ -46,7 +45,7 @@ def _mean(values):
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(__doc__)
     parser.add_argument("--eval", type=int, default=500, help="held-out snippets the sentiment score is measured on")
     parser.add_argument("--fit", type=int, default=2000, help="snippets the ridge probe is fitted on")
     parser.add_argument("--alpha", type=float, default=1.0, help="ridge regularisation")
@@ -56,9 +55,8 @@ def main() -> None:
     parser.add_argument("--lm-rank-windows", type=int, default=32, help="64-token windows of other news for ranking")
     parser.add_argument("--step", type=float, default=0.1, help="share of heads removed per step")
     parser.add_argument("--loo-every", type=int, default=1, help="re-estimate leave-one-out every k steps")
-    parser.add_argument("--quick", action="store_true", help="a small run to check the script (not for figures)")
     parser.add_argument("--only-lm", action="store_true", help="only SmolLM2's curves (the ones chapter 5 shows)")
-    args = parser.parse_args()
+    args = parse(parser)
     if args.quick:
         args.eval, args.fit, args.seeds, args.lee_tokens, args.step, args.loo_every = 32, 128, 2, 24, 0.25, 2
         args.lm_tokens, args.lm_rank_windows = 16, 2
@@ -179,7 +177,7 @@ def run(plan, args) -> None:
         "task_seconds",
     ]
     meta = {"tests": int(p_values.numel()), "expected_by_chance": mh.expected_false_positives(p_values.numel())}
-    report("pruning_quick" if args.quick else "pruning", columns, rows, meta)
+    report("pruning", columns, rows, meta)
 
 
 if __name__ == "__main__":

@@ -11,11 +11,10 @@ for contrast. Run: .venv/bin/python benchmarks/pruning_speed.py [--threads N] [-
 
 from __future__ import annotations
 
-import argparse
 import os
 
 import torch
-from _report import report
+from _report import arguments, parse, report
 from encoder import SENTENCES
 
 from manyheads.analysis.speed import pruning_speed
@@ -35,21 +34,24 @@ def ideal_speedup(config, seq: int, fraction: float) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(__doc__)
     parser.add_argument("--threads", type=int, default=torch.get_num_threads(), help="torch CPU threads")
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--warmup", type=int, default=3)
-    args = parser.parse_args()
+    args = parse(parser)
+    batch_sizes = (1, 4) if args.quick else BATCH_SIZES
+    if args.quick:
+        args.repeats, args.warmup = 2, 1
     torch.set_num_threads(args.threads)
     encoder, tokenizer = load_encoder()
-    texts = [SENTENCES[i % len(SENTENCES)] for i in range(max(BATCH_SIZES))]
+    texts = [SENTENCES[i % len(SENTENCES)] for i in range(max(batch_sizes))]
     rows = []
-    for fraction in FRACTIONS:
+    for fraction in FRACTIONS[:1] if args.quick else FRACTIONS:
         records = pruning_speed(
             encoder,
             lambda b: tokenizer(texts[:b]),
             fraction=fraction,
-            batch_sizes=BATCH_SIZES,
+            batch_sizes=batch_sizes,
             repeats=args.repeats,
             warmup=args.warmup,
             name="all-MiniLM-L6-v2",
@@ -65,7 +67,7 @@ def main() -> None:
         toy,
         lambda b: task.sample(b, data)[0],
         fraction=0.5,
-        batch_sizes=BATCH_SIZES,
+        batch_sizes=batch_sizes,
         repeats=args.repeats,
         warmup=args.warmup,
         name="toy (chapter 1)",

@@ -1,4 +1,5 @@
-"""Chapters import the package one way, ``import manyheads as mh``, and call ``mh.<name>`` (issue 25, item 2).
+"""Chapters import the package one way, ``import manyheads as mh``, and call ``mh.<name>`` (issue 25, item 2); so do
+the exercises' solutions (issue 36, item 7), which may also call their visible checks as ``mh.checks.<check>``.
 
 A reader meets one form on every page: no ``from manyheads... import``, no ``import manyheads.<sub>``, no
 ``mh.viz.<name>`` or ``mh.analysis.<module>.<name>`` beside ``mh.<name>``. Every public name of the teaching modules
@@ -17,6 +18,7 @@ import manyheads as mh
 
 ROOT = Path(__file__).resolve().parents[2]
 CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
+SOLUTIONS = sorted((ROOT / "solutions").glob("*/*.ipynb"))
 
 
 def _cells(nb: nbformat.NotebookNode) -> list[tuple[int, ast.Module]]:
@@ -44,8 +46,9 @@ def _outermost_chains(tree: ast.Module) -> list[tuple[int, list[str]]]:
     return chains
 
 
-def import_style_problems(nb: nbformat.NotebookNode) -> list[str]:
-    """Every place the notebook takes the package in another form than ``import manyheads as mh`` + ``mh.<name>``."""
+def import_style_problems(nb: nbformat.NotebookNode, namespaces: frozenset[str] = frozenset()) -> list[str]:
+    """Every place the notebook takes the package in another form than ``import manyheads as mh`` + ``mh.<name>``
+    (or ``mh.<namespace>.<name>`` for a namespace in ``namespaces``)."""
     problems: list[tuple[int, int, str]] = []
     for number, tree in _cells(nb):
         for node in ast.walk(tree):
@@ -57,7 +60,7 @@ def import_style_problems(nb: nbformat.NotebookNode) -> list[str]:
                         how = f"import {alias.name} as {alias.asname} (use import manyheads as mh)"
                         problems.append((number, node.lineno, how))
         for line, chain in _outermost_chains(tree):
-            if chain[1] not in mh._NAMES:
+            if chain[1] not in mh._NAMES and not (chain[1] in namespaces and len(chain) == 3):
                 problems.append((number, line, f"{'.'.join(chain[:3])} (call mh.<name>)"))
     return [f"cell {number}, line {line}: {how}" for number, line, how in sorted(problems)]
 
@@ -65,6 +68,17 @@ def import_style_problems(nb: nbformat.NotebookNode) -> list[str]:
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
 def test_the_chapter_imports_manyheads_as_mh_and_calls_mh_name(path):
     assert import_style_problems(nbformat.read(path, as_version=4)) == []
+
+
+@pytest.mark.parametrize("path", SOLUTIONS, ids=lambda p: p.parent.name)
+def test_the_solution_imports_manyheads_as_mh_and_calls_mh_name_or_its_checks(path):
+    assert import_style_problems(nbformat.read(path, as_version=4), frozenset({"checks"})) == []
+
+
+def test_a_solution_may_call_a_check_but_not_reach_into_other_modules():
+    cells = [nbformat.v4.new_code_cell("mh.checks.check_softmax(softmax)\nmh.interventions.gated(m, g)")]
+    problems = import_style_problems(nbformat.v4.new_notebook(cells=cells), frozenset({"checks"}))
+    assert problems == ["cell 0, line 2: mh.interventions.gated (call mh.<name>)"]
 
 
 @pytest.mark.parametrize(

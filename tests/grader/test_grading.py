@@ -1,4 +1,4 @@
-"""``manyheads grade``: collect, integrity/repair and the CLI's misuse handling (fast), then the whole corpus of
+"""``manyheads grade``: collect, check and repair, and the CLI's misuse handling (fast), then the whole corpus of
 broken and hostile submissions through the real command, sandboxed, two jobs (slow).
 """
 
@@ -23,7 +23,7 @@ from helpers import grading_corpus as corpus
 from helpers import unprivileged
 from helpers.grading_corpus import run_grade
 
-from manyheads_grader import repair as integrity
+from manyheads_grader import repair
 from manyheads_grader import report, sandbox
 from manyheads_grader import submissions as collect
 from manyheads_grader.gradebook import normalise_db
@@ -74,12 +74,12 @@ def test_collect_refuses_misuse(tmp_path, bad, message):
 
 
 # ------------------------------------------------------------------------------------------------------------------
-# integrity (fast)
+# checks and repairs (fast)
 
 
-def _check(nb_or_bytes) -> integrity.Checked:
+def _check(nb_or_bytes) -> repair.Checked:
     data = nb_or_bytes if isinstance(nb_or_bytes, bytes) else corpus.dump(nb_or_bytes)
-    return integrity.check(data, corpus.release(), EX1)
+    return repair.check(data, corpus.release(), EX1)
 
 
 def _meta(nb) -> list[tuple[str, dict]]:
@@ -183,8 +183,8 @@ def test_other_assignments_and_unrelated_notebooks_are_refused():
 
 
 def test_choose_takes_the_newest_gradable_notebook_and_says_so():
-    good, bad = integrity.Checked(nbformat.v4.new_notebook()), integrity.Checked(None, fatal="not valid JSON")
-    pick, repairs, notes = integrity.choose({"a.ipynb": (good, 2.0), "b.ipynb": (good, 5.0), "c.ipynb": (bad, 9.0)})
+    good, bad = repair.Checked(nbformat.v4.new_notebook()), repair.Checked(None, fatal="not valid JSON")
+    pick, repairs, notes = repair.choose({"a.ipynb": (good, 2.0), "b.ipynb": (good, 5.0), "c.ipynb": (bad, 9.0)})
     assert pick == "b.ipynb" and "graded b.ipynb (the newest), not a.ipynb" in repairs[0]
     assert notes == ["c.ipynb also handed in: not valid JSON, ignored"]
 
@@ -381,8 +381,8 @@ STUDENTS = [
     "reads_secrets",
     "writes_outside",
     "monkeypatch",
-    *(f"delegates_{route}" for route in corpus.DELEGATING),
-    "delegates_gc",
+    *(f"hands_over_{route}" for route in corpus.HANDING_OVER),
+    "hands_over_gc",
 ]
 
 
@@ -437,7 +437,7 @@ def test_stock_nbgrader_reads_the_merged_gradebook(graded):
 # What stock nbgrader gives the same notebooks: its own course, its default kernel (not the sandbox or the template
 # process), one ``nbgrader autograde``. Every part gets the same points, except those the own-work rule zeroed, which
 # the report lists (issue 15).
-SAME_AS_STOCK = ["correct", "partial", "blank", "colab", "extra_cells", "delegates_direct"]
+SAME_AS_STOCK = ["correct", "partial", "blank", "colab", "extra_cells", "hands_over_direct"]
 
 
 @pytest.mark.slow
@@ -450,7 +450,7 @@ def test_grades_equal_stock_nbgrader_s_except_the_parts_the_own_work_rule_zeroed
     course.mkdir()
     shutil.copy2(corpus.ROOT / "nbgrader_config.py", course / "nbgrader_config.py")
     shutil.copytree(corpus.ROOT / "solutions" / EX1, course / "solutions" / EX1)
-    for student in SAME_AS_STOCK:  # the notebooks manyheads grade graded (after its integrity repairs)
+    for student in SAME_AS_STOCK:  # the notebooks manyheads grade graded (after its repairs)
         target = course / "submitted" / student / EX1
         target.mkdir(parents=True)
         shutil.copy2(graded["out"] / "course" / "submitted" / student / EX1 / f"{EX1}.ipynb", target)
@@ -476,7 +476,7 @@ def test_grades_equal_stock_nbgrader_s_except_the_parts_the_own_work_rule_zeroed
                 assert float(row[test]) == 0.0 <= stock[student][test], (student, test)
             else:
                 assert float(row[test]) == stock[student][test], (student, test, row[test], stock[student][test])
-    assert zeroed_seen == 1, "delegates_direct: exactly its Part 2 is zeroed, and the report says so"
+    assert zeroed_seen == 1, "hands_over_direct: exactly its Part 2 is zeroed, and the report says so"
 
 
 # ------------------------------------------------------------------------------------------------------------------

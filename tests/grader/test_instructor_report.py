@@ -63,9 +63,9 @@ def a_class() -> list[Row]:
         row(
             "fay",
             {**full, "test_attention": 0.0},
-            {"test_attention": "DelegationError: own work"},
-            zeroed={"test_attention": "DelegationError: own work"},
-            problems=["own work: test_attention got no points: DelegationError: own work"],
+            {"test_attention": "OwnWorkError: own work"},
+            zeroed={"test_attention": "OwnWorkError: own work"},
+            problems=["own work: test_attention got no points: OwnWorkError: own work"],
         ),
         row("gus", {**full, "test_entropy": None}, problems=["needs a manual look: no automatic score for x"]),
         row("hal", {**full, "test_softmax": 1.0}),
@@ -97,7 +97,7 @@ def test_part_counts_cover_the_graded_notebooks_only():
 
 def test_identical_messages_are_grouped_and_counted_most_common_first(tmp_path):
     attention = report.parts(a_class(), facts())[1]
-    assert attention.messages == [(SCALE, 3), ("DelegationError: own work", 1)]  # dee's line breaks do not matter
+    assert attention.messages == [(SCALE, 3), ("OwnWorkError: own work", 1)]  # dee's line breaks do not matter
     softmax = report.parts(a_class(), facts())[0]
     assert softmax.messages == [(OVERFLOW, 1), (report.NO_MESSAGE, 1)]  # hal lost a point without an error
     md, page = write_both(tmp_path, a_class())
@@ -136,7 +136,7 @@ def test_the_existing_sections_are_kept(tmp_path):
     assert "| ivy | failed |  | not a notebook (unreadable JSON) |" in md
     assert "| gus | graded | 6 | needs a manual look: no automatic score for x |" in md
     assert "## Parts given no points by the own-work rule" in md
-    assert "- fay, test_attention: DelegationError: own work" in md
+    assert "- fay, test_attention: OwnWorkError: own work" in md
     assert "- `stray.ipynb`" in md
     for section in ("summary", "parts", "item-analysis", "needs-human", "own-work", "integrity-flags", "skipped"):
         assert f'id="{section}"' in page, section
@@ -311,7 +311,7 @@ def test_a_graded_class_gets_both_reports_with_the_real_messages(tmp_path):
         "no_scale_a": corpus.answered({"scaled_dot_product_attention": corpus.NO_SCALE}),
         "no_scale_b": corpus.answered({"scaled_dot_product_attention": corpus.NO_SCALE}),
         "overflows": corpus.answered({"softmax": corpus.OVERFLOWS}),
-        "hands_over": corpus.answered({"scaled_dot_product_attention": corpus.DELEGATING["direct"]}),
+        "hands_over": corpus.answered({"scaled_dot_product_attention": corpus.HANDING_OVER["direct"]}),
     }
     # one from an older release (its set-up cell names another tag), one without a recognisable set-up cell
     expected = versions.course(corpus.RELEASE).expected

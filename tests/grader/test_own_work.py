@@ -19,12 +19,12 @@ import torch
 
 import manyheads as mh
 from manyheads.checks import own_work as guard
-from manyheads.checks.own_work import DelegationError
+from manyheads.checks.own_work import OwnWorkError
 from manyheads.course.exercises import EXERCISES
 from manyheads.course.layout import REPO_ROOT
 from manyheads_grader import own_work as evidence
 
-# Each route defines the answer the way a student might; "refused" routes must raise DelegationError when the
+# Each route defines the answer the way a student might; "refused" routes must raise OwnWorkError when the
 # hidden test calls the answer, "allowed" ones must return the right result.
 SDPA_ROUTES = {
     "direct": """
@@ -122,9 +122,9 @@ SDPA_ALLOWED = {"own_work", "own_work_with_legit_helpers"}
 
 HARNESS = r"""
 import io, json, linecache, math, sys, torch
-from manyheads.checks import own_work as delegation
+from manyheads.checks import own_work as guard
 STEM, ROUTES, HIDDEN = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3]
-assert delegation.refuse_delegation(STEM)
+assert guard.require_own_work(STEM)
 import manyheads as mh  # the notebook's first cell, after the kernel's start-up installed the rule
 results = {}
 for name, source in ROUTES.items():
@@ -135,13 +135,13 @@ for name, source in ROUTES.items():
         exec(compile(source, filename, "exec"), globals())
         exec(compile(HIDDEN, "<hidden test>", "exec"), globals())
         results[name] = "passed"
-    except delegation.DelegationError as exc:
+    except guard.OwnWorkError as exc:
         results[name] = "refused: " + str(exc)
     except Exception as exc:
         results[name] = f"error: {type(exc).__name__}: {exc}"
     finally:
         err, sys.stderr = sys.stderr, err
-    if delegation.MARKER in err.getvalue():
+    if guard.MARKER in err.getvalue():
         results[name] += " [evidence written]"
 # the package's own use of the guarded functions keeps working, outside the answers
 layer = mh.MultiHeadAttention(8, 2)
@@ -245,7 +245,7 @@ def test_exercise_3_refuses_the_checks_reference_and_the_course_attention_but_no
 
 SPLIT_BOUND = {
     "split_bound": """
-split_heads = mh.split_heads  # delegates Part 2 of exercise 3
+split_heads = mh.split_heads  # hands Part 2 of exercise 3 to the course
 def multi_head_attention(x, w_q, w_k, w_v, w_o, n_heads, mask=None):
     q, k, v = (split_heads(x @ w, n_heads) for w in (w_q, w_k, w_v))
     w = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1)
@@ -278,13 +278,13 @@ def _own_sdpa(q, k, v, mask=None):
     return w @ v, w
 
 
-def test_the_visible_check_refuses_a_delegating_answer_and_passes_an_own_one(capsys):
+def test_the_visible_check_refuses_an_answer_that_hands_over_and_passes_an_own_one(capsys):
     def scaled_dot_product_attention(q, k, v, mask=None):
         return mh.scaled_dot_product_attention(q, k, v, mask)
 
-    with pytest.raises(DelegationError, match="your answer uses mh.scaled_dot_product_attention"):
+    with pytest.raises(OwnWorkError, match="your answer uses mh.scaled_dot_product_attention"):
         mh.checks.check_scaled_dot_product_attention(scaled_dot_product_attention)
-    with pytest.raises(DelegationError, match="the course's function itself"):
+    with pytest.raises(OwnWorkError, match="the course's function itself"):
         mh.checks.check_scaled_dot_product_attention(mh.scaled_dot_product_attention)
     mh.checks.check_scaled_dot_product_attention(_own_sdpa)
     assert "all visible checks passed" in capsys.readouterr().out
@@ -299,12 +299,12 @@ def test_an_alias_taken_before_the_first_check_is_refused_too():
     def attention_entropy(weights):
         return early(weights)
 
-    with pytest.raises(DelegationError, match="attention_entropy"):
+    with pytest.raises(OwnWorkError, match="attention_entropy"):
         mh.checks.check_attention_entropy(attention_entropy)
 
 
 def test_a_wrapped_answer_and_a_lambda_are_refused_by_the_check():
-    with pytest.raises(DelegationError):
+    with pytest.raises(OwnWorkError):
         mh.checks.check_attention_entropy(lambda w: mh.analysis.heads.attention_entropy(w))
 
     def head_dim(d_model, n_heads):
@@ -313,7 +313,7 @@ def test_a_wrapped_answer_and_a_lambda_are_refused_by_the_check():
     def helper(d_model, n_heads):
         return mh.head_dim(d_model, n_heads)
 
-    with pytest.raises(DelegationError, match="mh.head_dim"):
+    with pytest.raises(OwnWorkError, match="mh.head_dim"):
         mh.checks.check_head_dim(head_dim)
 
 
@@ -350,7 +350,7 @@ def test_a_guarded_function_keeps_its_results_signature_and_source():
 # the grader's side: evidence from the graded notebook, and the routes a guard in the same process cannot close
 
 
-def test_delegations_reads_zeroed_tests_and_caught_refusals_from_the_outputs():
+def test_own_work_refusals_reads_zeroed_tests_and_caught_refusals_from_the_outputs():
     nb = {
         "cells": [
             {
@@ -358,7 +358,7 @@ def test_delegations_reads_zeroed_tests_and_caught_refusals_from_the_outputs():
                 "metadata": {"nbgrader": {"grade_id": "test_a"}},
                 "outputs": [
                     {"output_type": "stream", "name": "stderr", "text": f"{guard.MARKER} test_a a: msg A\n"},
-                    {"output_type": "error", "ename": "DelegationError", "evalue": "a: msg A", "traceback": []},
+                    {"output_type": "error", "ename": "OwnWorkError", "evalue": "a: msg A", "traceback": []},
                 ],
             },
             {
@@ -371,10 +371,10 @@ def test_delegations_reads_zeroed_tests_and_caught_refusals_from_the_outputs():
             },
         ]
     }
-    zeroed, caught = evidence.delegations(nb, ["test_a", "test_b"])
+    zeroed, caught = evidence.own_work_refusals(nb, ["test_a", "test_b"])
     assert zeroed == {"test_a": "a: msg A"}
     assert caught == ["test_b b: msg B"]
-    assert evidence.delegations({"cells": []}, ["test_a"]) == ({}, [])
+    assert evidence.own_work_refusals({"cells": []}, ["test_a"]) == ({}, [])
 
 
 @pytest.mark.parametrize(
@@ -401,11 +401,11 @@ def test_open_routes_flag_hidden_test_helpers_and_leave_ordinary_code_alone():
 
 
 def test_header_rule_is_a_plain_paragraph():
-    assert guard.OWN_WORK_RULE.startswith("**Your own work.**") and "DelegationError" in guard.OWN_WORK_RULE
+    assert guard.OWN_WORK_RULE.startswith("**Your own work.**") and "OwnWorkError" in guard.OWN_WORK_RULE
 
 
 def test_install_for_an_unknown_assignment_does_nothing():
-    assert guard.refuse_delegation("99_not_an_exercise") is False
+    assert guard.require_own_work("99_not_an_exercise") is False
     assert guard._standing == {}
 
 
@@ -466,7 +466,7 @@ def test_the_grader_reports_zeroed_parts_and_open_routes_from_the_students_cells
     assert labels == ["answer cell softmax", "answer cell attention_entropy", f"extra cell {len(nb.cells)}"]
     graded = nbformat.read(CourseLayout(REPO_ROOT).release("01_single_head_bottleneck"), as_version=4)
     test = next(c for c in graded.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "test_softmax")
-    test.outputs = [nbformat.v4.new_output("error", ename="DelegationError", evalue="softmax: evidence", traceback=[])]
+    test.outputs = [nbformat.v4.new_output("error", ename="OwnWorkError", evalue="softmax: evidence", traceback=[])]
     row = records.Row("ann", notebook=nb)
     own_work.apply_rule(row, graded, ["test_softmax", "test_attention_entropy"], helpers, release)
     assert row.zeroed == {"test_softmax": "softmax: evidence"}
@@ -484,7 +484,7 @@ def test_the_command_applies_the_rule_without_the_sandbox_too(tmp_path):
     subs = tmp_path / "subs"
     for student, nb in (
         ("own", corpus.answered()),
-        ("hands_over", corpus.answered({"scaled_dot_product_attention": corpus.DELEGATING["direct"]})),
+        ("hands_over", corpus.answered({"scaled_dot_product_attention": corpus.HANDING_OVER["direct"]})),
     ):
         (subs / student).mkdir(parents=True)
         (subs / student / f"{corpus.EX1}.ipynb").write_bytes(corpus.dump(nb))

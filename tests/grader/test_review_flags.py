@@ -9,7 +9,7 @@ import nbformat
 import pytest
 from helpers import grading_corpus as corpus
 
-from manyheads_grader import repair as integrity
+from manyheads_grader import repair
 from manyheads_grader import review_flags as flags
 from manyheads_grader import sandbox
 from manyheads_grader.notebooks import student_cells
@@ -46,7 +46,7 @@ def _number(nb, start: int = 1) -> None:
 
 def _rerun(submitted, outputs: dict[str, list]) -> nbformat.NotebookNode:
     """What nbgrader hands back: the repaired notebook with the re-run's outputs (by cell source) and counts."""
-    graded = integrity.check(corpus.dump(submitted), corpus.release(), EX1).notebook
+    graded = repair.check(corpus.dump(submitted), corpus.release(), EX1).notebook
     for n, cell in enumerate((c for c in graded.cells if c.cell_type == "code"), start=1):
         cell.execution_count, cell.outputs = n, list(outputs.get(cell.source, []))
     return graded
@@ -103,7 +103,7 @@ def test_a_notebook_run_again_from_the_top_is_not_flagged():
             "softmax": [_result("<function softmax at 0x7f99000c1e50>")],
             "%time x = 1": [_out("Wall time: 3.5 ms\n")],
             "while True: pass": [_error("KeyboardInterrupt")],
-            "print(mh.scaled_dot_product_attention)": [_error("DelegationError")],
+            "print(mh.scaled_dot_product_attention)": [_error("OwnWorkError")],
             "import warnings; warnings.warn('w')": [
                 _out("ok\n"),
                 nbformat.v4.new_output("stream", name="stderr", text="UserWarning: w\n"),

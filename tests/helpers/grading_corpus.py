@@ -112,7 +112,7 @@ OVERFLOWS = """def softmax(scores):
 
 # Answers that hand Part 2 to the course's own attention, one per route (the own-work rule refuses every one, so the
 # part's 4 points are lost and the report says why); see manyheads.checks.own_work.
-DELEGATING = {
+HANDING_OVER = {
     "direct": """def scaled_dot_product_attention(q, k, v, mask=None):
     return mh.scaled_dot_product_attention(q, k, v, mask)""",
     "alias": """from manyheads.attention import scaled_dot_product_attention as attend
@@ -401,21 +401,21 @@ def build(submissions: Path, out: Path, marker: str = "mh-pwned") -> list[Case]:
         }
     )
     add(Case("monkeypatch", "wrong entropy, patches the visible check the test cell calls", "graded", 6.0), cheat)
-    for route, code in DELEGATING.items():
+    for route, code in HANDING_OVER.items():
         add(
             Case(
-                f"delegates_{route}",
+                f"hands_over_{route}",
                 f"Part 2 handed to the course's attention ({route.replace('_', ' ')})",
                 "graded",
                 FULL - 4.0,
-                feedback_has=("DelegationError", "write the computation yourself"),
+                feedback_has=("OwnWorkError", "write the computation yourself"),
                 problems_have=("own work: test_scaled_dot_product_attention got no points",),
             ),
             answered({"scaled_dot_product_attention": code}),
         )
     add(
         Case(
-            "delegates_gc",
+            "hands_over_gc",
             "Part 3 fetched from the garbage collector: not closed, flagged",
             "graded",
             FULL,

@@ -345,9 +345,9 @@ def _become_kernel(settings: _Settings, request: dict) -> None:
         os.chdir(request.get("cwd") or os.getcwd())
     cap_output(limits["output_limit"])
     if settings.assignment:
-        from manyheads.checks.own_work import refuse_delegation
+        from manyheads.checks.own_work import require_own_work
 
-        refuse_delegation(settings.assignment)
+        require_own_work(settings.assignment)
     from ipykernel import kernelapp
 
     # Only the kernel's own settings that nbclient passes (e.g. an in-memory history), as its stock kernel gets them.

@@ -16,13 +16,13 @@ from manyheads.checks.own_work import MARKER
 from manyheads_grader.notebooks import student_cells
 from manyheads_grader.records import Row
 
-__all__ = ["OWN_WORK", "apply_rule", "delegations", "open_routes", "OPEN_ROUTES"]
+__all__ = ["OWN_WORK", "apply_rule", "own_work_refusals", "open_routes", "OPEN_ROUTES"]
 
 OWN_WORK = "own work"  # starts every problem about the own-work rule (report.py lists them for a human)
 
 
-def delegations(notebook: Any, test_ids: list[str]) -> tuple[dict[str, str], list[str]]:
-    """({test id: evidence} for the tests that failed with DelegationError, [refusals the answer caught]).
+def own_work_refusals(notebook: Any, test_ids: list[str]) -> tuple[dict[str, str], list[str]]:
+    """({test id: evidence} for the tests that failed with OwnWorkError, [refusals the answer caught]).
 
     ``notebook`` is a graded notebook (nbformat node or dict); the evidence is the error's message.
     """
@@ -31,7 +31,7 @@ def delegations(notebook: Any, test_ids: list[str]) -> tuple[dict[str, str], lis
     for cell in notebook["cells"]:
         gid = cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
         for out in cell.get("outputs", []):
-            if out.get("output_type") == "error" and out.get("ename") == "DelegationError" and gid in test_ids:
+            if out.get("output_type") == "error" and out.get("ename") == "OwnWorkError" and gid in test_ids:
                 zeroed.setdefault(gid, str(out.get("evalue", "")))
             text = out.get("text", "") if out.get("output_type") == "stream" else ""
             for line in (text if isinstance(text, str) else "".join(text)).splitlines():
@@ -53,7 +53,12 @@ OPEN_ROUTES = (
         "walks the collector's objects",
     ),
     (r"__closure__|\bco_consts\b|__code__|__self__|__wrapped__|__globals__", "introspects functions' internals"),
-    (r"\bdelegation\b|\bown_work\b|DelegationError|_trampolines|meta_path", "touches the grader's own-work guard"),
+    # The guard's module and names, with those it had before 0.8.0 (delegation, DelegationError), which a notebook
+    # started from an earlier release may still use.
+    (
+        r"\bdelegation\b|\bown_work\b|DelegationError|OwnWorkError|require_own_work|_trampolines|meta_path",
+        "touches the grader's own-work guard",
+    ),
     (
         r"\breload\s*\(|spec_from_file_location|SourceFileLoader|\brunpy\b|(?<![.\w])(exec|compile|eval)\s*\(",
         "runs code it loads or builds at run time (e.g. the package's source again)",
@@ -87,7 +92,7 @@ def apply_rule(
 ) -> None:
     """Add to ``row`` the parts given no points by the own-work rule (with the evidence the kernel left in the
     ``graded`` notebook), refusals the answer caught, and the ways around the rule the guard cannot close."""
-    zeroed, caught = delegations(graded, test_ids)
+    zeroed, caught = own_work_refusals(graded, test_ids)
     row.zeroed = zeroed
     row.problems += [f"{OWN_WORK}: {test} got no points: {why}" for test, why in zeroed.items()]
     row.problems += [f"{OWN_WORK}: a refusal was caught by the answer ({line})" for line in caught]

@@ -75,7 +75,8 @@ KEEP_CHARS = 4000  # of each cell's compared text: enough to see a difference, s
 # has no network and none of the student's other files or extra packages.
 ENVIRONMENT_ERRORS = frozenset(
     {
-        "DelegationError",
+        "OwnWorkError",
+        "DelegationError",  # the same error's name before 0.8.0: outputs a student ran with an earlier release
         "KeyboardInterrupt",
         "CellTimeoutError",
         "TimeoutError",

@@ -72,9 +72,9 @@ del cap_output
 kernelapp.launch_new_instance()
 '''
 # Before any student cell: the own-work rule for the assignment being graded (manyheads.checks.own_work).
-GUARD = """from manyheads.checks.own_work import refuse_delegation
-refuse_delegation({assignment!r})
-del refuse_delegation
+GUARD = """from manyheads.checks.own_work import require_own_work
+require_own_work({assignment!r})
+del require_own_work
 """
 PLAIN_KERNEL_NAME = "manyheads-grading"
 

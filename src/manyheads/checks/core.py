@@ -1,7 +1,7 @@
 """Building blocks of the exercises' visible checks (one module per exercise in ``manyheads.checks``).
 
 Each check calls the student's function through :func:`call_student`, so that only ``NotImplementedError`` (an
-unanswered stub) and ``DelegationError`` (the answer calls the course's own implementation of the part: the
+unanswered stub) and ``OwnWorkError`` (the answer calls the course's own implementation of the part: the
 own-work rule of :mod:`manyheads.checks.own_work`, applied here as the grader applies it) escape unchanged and
 every other error says which input caused it.
 
@@ -23,7 +23,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from manyheads.checks.own_work import DelegationError, answering
+from manyheads.checks.own_work import OwnWorkError, answering
 
 __all__ = [
     "ATOL",
@@ -68,7 +68,7 @@ def call_student(fn: Callable[..., Any], what: str, *args: Any, **kwargs: Any) -
     try:
         with answering(fn):  # the own-work rule, as the grader applies it (manyheads.checks.own_work)
             return fn(*args, **kwargs)
-    except (NotImplementedError, DelegationError):
+    except (NotImplementedError, OwnWorkError):
         raise
     except Exception as exc:
         raise AssertionError(f"{fn.__name__} raised {type(exc).__name__} on {what}: {exc}") from exc
@@ -79,7 +79,7 @@ def expect_value_error(fn: Callable[..., Any], what: str, why: str, *args: Any, 
     try:
         with answering(fn):
             result = fn(*args, **kwargs)
-    except (NotImplementedError, DelegationError):
+    except (NotImplementedError, OwnWorkError):
         raise
     except ValueError:
         return

@@ -12,14 +12,14 @@ earlier, ``from … import`` inside the answer, ``importlib.import_module``, ``s
 the guard, and the package's own calls (a check's reference, ``MultiHeadAttention`` calling
 ``scaled_dot_product_attention``) keep working. A module imported later is guarded as it loads, and again if it is
 reloaded. When a guarded function is called while the part's answer is running (a frame of the answer's code is on
-the stack of this thread or of the main thread), it raises :class:`DelegationError` naming the function and the
+the stack of this thread or of the main thread), it raises :class:`OwnWorkError` naming the function and the
 student's line; otherwise it runs as before. "The answer" is the object the hidden tests call: the name
 ``CodePart.function`` in the notebook's namespace (a function, lambda, ``functools.partial``, bound method,
 callable object or the course's function itself), or any function of the student's called that name.
 
-* At grading time :func:`refuse_delegation` runs in the kernel before any student cell (the grader's kernel
+* At grading time :func:`require_own_work` runs in the kernel before any student cell (the grader's kernel
   launcher, ``manyheads_grader.sandbox``, in the separate grading distribution under ``grader/``), so the hidden
-  tests see the rule; the part's test fails with ``DelegationError`` and nbgrader gives it no points.
+  tests see the rule; the part's test fails with ``OwnWorkError`` and nbgrader gives it no points.
 * In the visible checks (:func:`manyheads.checks.core.call_student`), :func:`answering` applies the same rule while
   the check calls the student's function, so a student learns it in Colab before submitting.
 * The grader reads the evidence back from the graded notebook and looks in the student's cells for the ways
@@ -48,8 +48,8 @@ from typing import Any
 from manyheads.course.exercises import EXERCISES, CodePart, Exercise
 
 __all__ = [
-    "DelegationError",
-    "refuse_delegation",
+    "OwnWorkError",
+    "require_own_work",
     "answering",
     "rule_paragraph",
     "suspended",
@@ -64,7 +64,7 @@ OWN_WORK_RULE = (
     "answers (that is how the book and the checks compute them), so an answer that calls the package's own "
     "implementation of the part it answers (or a visible check's reference), directly, through an alias or through "
     "a helper, gets no points, and "
-    "the check and the grader say so with `DelegationError`. Using the package for everything else (the imports, "
+    "the check and the grader say so with `OwnWorkError`. Using the package for everything else (the imports, "
     "data, models, plots, and what a part tells you to use) is fine."
 )
 # The same paragraph for an assignment graded by hand, with no code parts (the capstone).
@@ -78,7 +78,7 @@ PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # ...
 CHECKS_PREFIX = "manyheads.checks."
 
 
-class DelegationError(Exception):
+class OwnWorkError(Exception):
     """An answer called the course's own implementation of the part it answers (the own-work rule)."""
 
 
@@ -150,7 +150,7 @@ class _Dispatch:
 
     def __call__(self, args: tuple, kwargs: dict) -> Any:
         if _checking or any(_standing.get(t) for t in self.targets):  # else (the book, Colab outside a check): free
-            _refuse_if_delegated(self.targets)
+            _refuse_unless_own_work(self.targets)
         return self._run(*args, **kwargs)
 
 
@@ -283,7 +283,7 @@ def _watch(modules: set[str]) -> None:
 # the rule
 
 
-def refuse_delegation(stem: str) -> bool:
+def require_own_work(stem: str) -> bool:
     """Apply the own-work rule to exercise ``stem`` for the rest of this interpreter (the grading kernel).
 
     Cheap: imports nothing of the package's numerical code; modules are guarded as the notebook imports them.
@@ -322,7 +322,7 @@ def _running_check() -> tuple[CodePart, types.ModuleType | None] | None:
 @contextmanager
 def suspended() -> Iterator[None]:
     """The visible checks' rule off in this block: for the course's own tests, which run the package's computation
-    of a part through its check to show that the two agree. The grading rule (:func:`refuse_delegation`) stays on."""
+    of a part through its check to show that the two agree. The grading rule (:func:`require_own_work`) stays on."""
     _suspended.depth = getattr(_suspended, "depth", 0) + 1
     try:
         yield
@@ -333,7 +333,7 @@ def suspended() -> Iterator[None]:
 @contextmanager
 def answering(fn: Any, part: CodePart | None = None) -> Iterator[None]:
     """While the block runs ``fn`` (the student's answer), the own-work rule holds for ``part`` (default: the part
-    whose visible check is running). Raises :class:`DelegationError` at once if ``fn`` is the course's function."""
+    whose visible check is running). Raises :class:`OwnWorkError` at once if ``fn`` is the course's function."""
     module = None
     if getattr(_suspended, "depth", 0):
         yield
@@ -411,7 +411,7 @@ def _stacks() -> list[types.FrameType]:
     """The frames of this thread and, if this is another thread, of the main thread (an answer that hands the call
     to a thread still waits in the main thread)."""
     frames = []
-    frame = sys._getframe(3)  # the trampoline's frame: _stacks <- _refuse_if_delegated <- _Dispatch <- trampoline
+    frame = sys._getframe(3)  # the trampoline's frame: _stacks <- _refuse_unless_own_work <- _Dispatch <- trampoline
     while frame is not None:
         frames.append(frame)
         frame = frame.f_back
@@ -429,7 +429,7 @@ def _notebook_namespace() -> dict:
     return getattr(main, "__dict__", {}) if main is not None else {}
 
 
-def _refuse_if_delegated(targets: list[str]) -> None:
+def _refuse_unless_own_work(targets: list[str]) -> None:
     """Raise if the function guarded under ``targets`` is called by the answer of a part that must not use it.
 
     The answer that counts is the *outermost* one on the stack: the one the running test (or check) called. So a
@@ -496,7 +496,7 @@ def _refuse(part: CodePart, target: str, how: str, where: str | None) -> None:
             sys.stderr.write(f"{MARKER} {part.test_id} {message}\n")
         except Exception:  # a student's replaced stderr must not change what is raised
             pass
-    raise DelegationError(message)
+    raise OwnWorkError(message)
 
 
 def rule_paragraph(ex: Exercise, width: int = 115) -> str:

@@ -1,5 +1,5 @@
 """The one description of every exercise: its parts, their cells, points, visible checks, and what the package
-already computes for each (used by the tests, the grading command and, later, by grading that refuses delegation).
+already computes for each (used by the tests, the grading command and, later, by grading under the own-work rule).
 
 Each graded code part names:
 

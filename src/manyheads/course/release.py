@@ -8,7 +8,7 @@ This is a thin wrapper around ``nbgrader generate_assignment NAME --force --no-d
 produces; the instructor's own ``nbgrader generate_assignment`` (with the gradebook, before grading) writes the same
 bytes. The configuration replaces nbgrader's header step by :func:`own_work_header` (see
 :func:`nbgrader_preprocessors`): the exercise's header states the own-work rule and names, per part, the package
-functions an answer must not call (from the exercises' descriptions: ``delegation.rule_paragraph``). ``--no-db``
+functions an answer must not call (from the exercises' descriptions: ``own_work.rule_paragraph``). ``--no-db``
 keeps the gradebook, which holds the hidden tests, out of the way. After nbgrader has written a release, this module
 checks what the course relies on (canonical JSON, no outputs, no solution or hidden-test text, the Colab set-up cell
 first, a note that the notebook is generated) and fails loudly otherwise.

@@ -5,28 +5,27 @@ without the guard's two lines from the launcher, median of N runs. Calls: unguar
 (the book, Colab outside a check), and guarded with the grading rule in force (the frame walk), median over
 repeats; ``mh.head_dim`` is the guarded function, because it is cheap enough for the guard's own cost to show.
 
-    python benchmarks/delegation_guard.py [--runs 15]
+    python benchmarks/own_work_guard.py [--runs 15] [--quick] [--results DIR]
 """
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import subprocess
 import sys
 import time
 
-from _report import report
+from _report import arguments, parse, report
 
 STEM = "01_single_head_bottleneck"
 BASE = "import ipykernel.kernelapp"
-GUARD = f"{BASE}\nfrom manyheads.checks.own_work import refuse_delegation\nrefuse_delegation({STEM!r})"
+GUARD = f"{BASE}\nfrom manyheads.checks.own_work import require_own_work\nrequire_own_work({STEM!r})"
 
 CALLS = r"""
 import statistics, sys, time
 import manyheads.costs as costs
-from manyheads.course import delegation
-def per_call(n=20000):  # a cheap guarded function, so that the guard's own cost shows
+from manyheads.checks import own_work as guard
+def per_call(n=int(sys.argv[2])):  # a cheap guarded function, so that the guard's own cost shows
     runs = []
     for _ in range(7):
         start = time.perf_counter()
@@ -35,9 +34,9 @@ def per_call(n=20000):  # a cheap guarded function, so that the guard's own cost
         runs.append((time.perf_counter() - start) / n * 1e6)
     return statistics.median(runs)
 plain = per_call()
-delegation._guard_object(costs.head_dim, "manyheads.costs.head_dim")
+guard._guard_object(costs.head_dim, "manyheads.costs.head_dim")
 idle = per_call()
-delegation.refuse_delegation(sys.argv[1])
+guard.require_own_work(sys.argv[1])
 ruled = per_call()
 print(plain, idle, ruled)
 """
@@ -53,15 +52,20 @@ def start_up(code: str, runs: int) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = arguments(__doc__)
     parser.add_argument("--runs", type=int, default=15)
-    args = parser.parse_args()
+    args = parse(parser)
+    calls = 20000
+    if args.quick:
+        args.runs, calls = 1, 200
     start_up(BASE, 2)  # warm the file cache
     base, guarded = start_up(BASE, args.runs), start_up(GUARD, args.runs)
-    done = subprocess.run([sys.executable, "-c", CALLS, "03_head_size"], capture_output=True, text=True, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", CALLS, "03_head_size", str(calls)], capture_output=True, text=True, check=True
+    )
     plain, idle, ruled = (float(x) for x in done.stdout.split())
     report(
-        "delegation_guard",
+        "own_work_guard",
         ["what", "without guard", "with guard", "added"],
         [
             {
