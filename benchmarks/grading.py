@@ -3,7 +3,8 @@
 All in one run, on the same N submissions of exercise 1 (correct, partly correct and blank in turn), each from
 scratch: the baseline is what an instructor would type (``generate_assignment``, ``autograde``, ``generate_feedback``
 in a fresh course, default unsandboxed kernel); ``manyheads grade`` does the same steps plus the preflight, the
-checks and repairs against the release, the sandbox and the merged gradebook, with its default ``--jobs`` (the cores + 1), once as root
+checks and repairs against the release, the sandbox and the merged gradebook, with its default ``--jobs`` (the cores
++ 1), once as root
 (kernels forked from a template as the sandbox user) and once as an ordinary user (kernels forked from a template in a
 user namespace; ``grader-test`` if that account exists, else an unused uid). Every run must give every student the same
 points as stock nbgrader. A third ``manyheads grade`` run has one student's ``softmax`` loop forever (issue 26,

@@ -95,10 +95,7 @@ def main() -> int:
         print(f"README.md has no {START} ... {END} markers", file=sys.stderr)
         return 1
     new = re.sub(
-        re.escape(START) + r"\n.*?" + re.escape(END),
-        lambda _: f"{START}\n{make_table()}\n{END}",
-        text,
-        flags=re.DOTALL,
+        re.escape(START) + r"\n.*?" + re.escape(END), lambda _: f"{START}\n{make_table()}\n{END}", text, flags=re.DOTALL
     )
     README.write_text(new, encoding="utf-8")
     print("README.md: benchmark table written")

@@ -23,8 +23,7 @@ from helpers import grading_corpus as corpus
 from helpers import unprivileged
 from helpers.grading_corpus import run_grade
 
-from manyheads_grader import repair
-from manyheads_grader import report, sandbox
+from manyheads_grader import repair, report, sandbox
 from manyheads_grader import submissions as collect
 from manyheads_grader.gradebook import normalise_db
 

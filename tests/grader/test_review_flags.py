@@ -9,9 +9,8 @@ import nbformat
 import pytest
 from helpers import grading_corpus as corpus
 
-from manyheads_grader import repair
+from manyheads_grader import repair, sandbox
 from manyheads_grader import review_flags as flags
-from manyheads_grader import sandbox
 from manyheads_grader.notebooks import student_cells
 from manyheads_grader.records import Options
 from manyheads_grader.runner import grade
