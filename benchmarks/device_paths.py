@@ -24,8 +24,8 @@ import torch.nn.functional as F
 from _report import arguments, parse, report
 
 import manyheads as mh
+from manyheads import analysis
 from manyheads.analysis import language_model as lm
-from manyheads.analysis import pruning
 from manyheads.data import TwoRelationTask
 from manyheads.models import TinyAttentionModel
 from manyheads.models.bert import BertConfig, BertEncoder
@@ -100,9 +100,9 @@ def paths(size: dict) -> list[tuple[str, str, Callable[[torch.device], object]]]
     )
 
     def tasks(model):
-        lee = pruning.lee_similarity_task(model, pieces, docs, similarities, max_tokens=16)
+        lee = analysis.lee_similarity_task(model, pieces, docs, similarities, max_tokens=16)
         n_fit = size["snippets"] * 3 // 4
-        sentiment = pruning.sentiment_probe_task(
+        sentiment = analysis.sentiment_probe_task(
             model, pieces, snippets, ratings, n_fit=n_fit, n_eval=size["snippets"] - n_fit, seed=0
         )
         return lee, sentiment
@@ -117,16 +117,16 @@ def paths(size: dict) -> list[tuple[str, str, Callable[[torch.device], object]]]
 
     def ch5_ablation(device):
         lee, _ = tasks(encoder(device))
-        return pruning.ablation_map(lee, "zero", n_boot=50)
+        return analysis.ablation_map(lee, "zero", n_boot=50)
 
     def ch5_gradient(device):
         _, sentiment = tasks(encoder(device))
-        return pruning.head_importance(sentiment, "gradient")
+        return analysis.head_importance(sentiment, "gradient")
 
     def ch5_toy_curve(device):
         run = train(lambda: TinyAttentionModel.for_task(toy, 32, 8), toy, toy_config, device=device, progress=False)
         tokens, targets = toy.sample(512, torch.Generator().manual_seed(7))
-        task = pruning.ModelTask(
+        task = analysis.ModelTask(
             run.model.eval(),
             tokens,
             targets,
@@ -135,7 +135,7 @@ def paths(size: dict) -> list[tuple[str, str, Callable[[torch.device], object]]]
                 logits.flatten(0, 2), targets.flatten(), ignore_index=mh.IGNORE_INDEX
             ),
         )
-        return pruning.pruning_curve(task, "loo", step=1 / 8)
+        return analysis.pruning_curve(task, "loo", step=1 / 8)
 
     def interlude_generate(device):
         prompt = torch.randint(3, 40000, (1, 40), generator=torch.Generator().manual_seed(5))

@@ -32,8 +32,8 @@ import torch
 from _report import arguments, parse, report
 
 import manyheads as mh
+from manyheads import analysis
 from manyheads.analysis import language_model as lm
-from manyheads.analysis import pruning
 from manyheads.data import TwoRelationTask, lee_documents, lee_similarities, movie_review_snippets
 from manyheads.models import TinyAttentionModel, llama
 from manyheads.training import TrainConfig, train
@@ -91,8 +91,8 @@ def decoding(decoder, contexts, steps, rounds) -> list[dict]:
 def minilm(n_fit: int, n_eval: int, lee_tokens: int, draws: int) -> list[dict]:
     encoder, tokenizer = mh.load_encoder()
     texts, ratings = movie_review_snippets()
-    lee = pruning.lee_similarity_task(encoder, tokenizer, lee_documents(), lee_similarities(), max_tokens=lee_tokens)
-    sentiment = pruning.sentiment_probe_task(encoder, tokenizer, texts, ratings, n_fit=n_fit, n_eval=n_eval, seed=0)
+    lee = analysis.lee_similarity_task(encoder, tokenizer, lee_documents(), lee_similarities(), max_tokens=lee_tokens)
+    sentiment = analysis.sentiment_probe_task(encoder, tokenizer, texts, ratings, n_fit=n_fit, n_eval=n_eval, seed=0)
     tasks = (lee, sentiment)
     original = [task.embeddings(task.ones()) for task in tasks]
     rows = []

@@ -38,8 +38,8 @@ import torch.nn.functional as F
 from _report import arguments, parse, report
 
 import manyheads as mh
+from manyheads import analysis
 from manyheads.analysis import language_model as lm
-from manyheads.analysis import pruning
 from manyheads.data import lee_background_text, lee_documents, lee_similarities, movie_review_snippets
 from manyheads.models import llama
 
@@ -75,8 +75,8 @@ def minilm_rows(args) -> list[dict]:
     attns, tokens = mh.token_attentions(encoder, tokenizer, [texts[i] for i in picked])
     sinks = [torch.tensor([t in ("[CLS]", "[SEP]") for t in toks]) for toks in tokens]
     metrics = mh.layer_metrics(attns, sinks=sinks)
-    lee = pruning.lee_similarity_task(encoder, tokenizer, lee_documents(), lee_similarities(), max_tokens=128)
-    sentiment = pruning.sentiment_probe_task(
+    lee = analysis.lee_similarity_task(encoder, tokenizer, lee_documents(), lee_similarities(), max_tokens=128)
+    sentiment = analysis.sentiment_probe_task(
         encoder, tokenizer, texts, ratings, n_fit=args.n_fit, n_eval=args.n_eval, seed=0, alpha=1.0
     )
     base = {task.name: task.score(task.ones()) for task in (lee, sentiment)}
@@ -94,7 +94,7 @@ def minilm_rows(args) -> list[dict]:
     probe = []
     for layer_fit, layer_eval in zip(fit_x, eval_x):
         scale = layer_fit.std(0).mean()
-        weight, bias = pruning.fit_ridge(layer_fit / scale, fit_y, 1.0)
+        weight, bias = analysis.fit_ridge(layer_fit / scale, fit_y, 1.0)
         predicted = layer_eval / scale @ weight + bias
         probe.append(float(1 - ((predicted - eval_y) ** 2).sum() / ((eval_y - eval_y.mean()) ** 2).sum()))
     rows = [{"layer": "emb", "probe_r2": probe[0]}]

@@ -35,7 +35,7 @@ import torch
 from _report import arguments, parse, report
 
 import manyheads as mh
-from manyheads.analysis import pruning as P
+from manyheads import analysis as P
 from manyheads.data import lee_background_text, lee_documents, lee_similarities, movie_review_snippets
 
 

@@ -7,14 +7,15 @@ Organised by responsibility, one job per module (each module's docstring names t
 * ``runtime``: the device (CUDA, MPS, CPU) and seeding;
 * ``training``: the one training loop;
 * ``interventions``: gates, zero and mean ablation, gate gradients and head removal for any course model;
-* ``models/``: ``tiny`` (toy models), ``bert`` (the pretrained encoder), ``checkpoints``, ``gguf_file`` (the
-  decoder's weights), ``kv_heads`` (K/V heads grouped or repeated), ``tokenizer``;
-* ``data/``: synthetic tasks, the shipped probe sets and ``corpora`` (verified data files from registry packages);
-* ``analysis/``: ``claims``, ``collect``, ``heads``, ``probing``, ``circuits``, ``capacity``, ``symmetry``, ``speed``,
-  ``language_model``, ``kv_cache``;
-* ``viz/``: ``plots``, ``tables``, ``live``, ``widgets``, ``attention_views``;
-* ``checks/``: the exercises' visible checks, ``mh.checks.check_<part>``;
-* ``course/``: the course layout, exercise descriptions, notebook hygiene, releases and ``manyheads grade``.
+* ``models/``: the toy models, the pretrained encoder MiniLM and decoder SmolLM2, and their weight files;
+* ``data/``: synthetic tasks, the shipped probe sets and verified data files from registry packages;
+* ``analysis/``: measuring what heads do (statistics, probes, circuits, pruning, layers, induction, the KV cache);
+* ``viz/``: figures, tables, live views, widgets and attention views;
+* ``checks/``: the exercises' visible checks, ``mh.checks.check_<part>``, and the own-work guard;
+* ``course/``: the course layout, exercise descriptions, notebook hygiene and releases.
+
+Each subpackage's docstring lists its modules (``tests/package/test_package_docs.py`` checks every list against the
+folder).
 
 Every public name of those modules (its ``__all__``) is also reachable as ``mh.<name>`` (``mh.TinyAttentionModel``,
 ``mh.head_dim``, ``mh.show_table``), and every subpackage as ``mh.<subpackage>``; the chapters use that one form. The

@@ -263,15 +263,15 @@ LEE_DOCS = [f"{s} Story {i}." for i in range(4) for s in SENTENCES][:8]
 
 @pytest.fixture
 def encoder_tasks(word_pieces):
-    from manyheads.analysis import pruning
+    from manyheads import analysis
 
     encoder = meta_encoder()
     texts = [f"{s} number {i}" for i in range(8) for s in SENTENCES][:16]
     ratings = torch.linspace(-2, 2, len(texts))
 
     def build():
-        lee = pruning.lee_similarity_task(encoder, word_pieces, LEE_DOCS, torch.rand(8, 8), max_tokens=16)
-        sentiment = pruning.sentiment_probe_task(
+        lee = analysis.lee_similarity_task(encoder, word_pieces, LEE_DOCS, torch.rand(8, 8), max_tokens=16)
+        sentiment = analysis.sentiment_probe_task(
             encoder, word_pieces, texts, ratings, n_fit=8, n_eval=4, n_importance=4, tokens_per_batch=64
         )
         return lee, sentiment
@@ -280,7 +280,7 @@ def encoder_tasks(word_pieces):
 
 
 def test_chapter5_pruning_runs_on_the_device(encoder_tasks):
-    from manyheads.analysis import pruning
+    from manyheads import analysis
 
     encoder, tasks = encoder_tasks
     for task in tasks:
@@ -290,19 +290,19 @@ def test_chapter5_pruning_runs_on_the_device(encoder_tasks):
             check(
                 encoder,
                 ENCODER_WIDTHS,
-                lambda task=task, mode=mode, means=means: pruning.ablation_map(
+                lambda task=task, mode=mode, means=means: analysis.ablation_map(
                     task, mode, n_boot=4, means=means if mode == "mean" else None
                 ),
             )
-        check(encoder, ENCODER_WIDTHS, lambda task=task: pruning.head_importance(task, "gradient"))
-        check(encoder, ENCODER_WIDTHS, lambda task=task: pruning.pruning_curve(task, "random", step=0.5, seed=0))
-    check(encoder, ENCODER_WIDTHS, lambda: pruning.self_distillation_gradient(tasks[0]))
+        check(encoder, ENCODER_WIDTHS, lambda task=task: analysis.head_importance(task, "gradient"))
+        check(encoder, ENCODER_WIDTHS, lambda task=task: analysis.pruning_curve(task, "random", step=0.5, seed=0))
+    check(encoder, ENCODER_WIDTHS, lambda: analysis.self_distillation_gradient(tasks[0]))
 
 
 def test_chapter5_toy_pruning_task_runs_on_the_device():
     import torch.nn.functional as F
 
-    from manyheads.analysis import pruning
+    from manyheads import analysis
     from manyheads.data import TwoRelationTask
     from manyheads.models import TinyAttentionModel
 
@@ -312,14 +312,14 @@ def test_chapter5_toy_pruning_task_runs_on_the_device():
     tokens, targets = toy.sample(16, torch.Generator().manual_seed(7))  # on the CPU, as in the chapter
 
     def build():
-        task = pruning.ModelTask(
+        task = analysis.ModelTask(
             model,
             tokens,
             targets,
             metric=lambda logits, targets: float((logits.argmax(-1) == targets).float().mean()),
             loss=lambda logits, targets: F.cross_entropy(logits.flatten(0, 2), targets.flatten(), ignore_index=-100),
         )
-        return pruning.pruning_curve(task, "gradient", step=0.5)
+        return analysis.pruning_curve(task, "gradient", step=0.5)
 
     check(model, (32, 16 * 2, 16), build)
 

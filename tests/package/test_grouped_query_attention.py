@@ -297,7 +297,7 @@ def test_published_models_give_the_fact_sheets_cache_sizes():
 
 def test_conversion_scores_run_the_converted_model_on_the_tasks_items():
     """The unconverted model scores the task's own metric with cosine 1; a converted one is scored by its own run."""
-    from manyheads.analysis import pruning
+    from manyheads import analysis
     from manyheads.models.bert import BertConfig, BertEncoder
     from manyheads.models.checkpoints import model_dir
     from manyheads.models.tokenizer import Tokenizer
@@ -307,13 +307,13 @@ def test_conversion_scores_run_the_converted_model_on_the_tasks_items():
     encoder = BertEncoder(BertConfig(vocab_size=tokenizer.vocab_size, d_model=32, n_layers=2, n_heads=4, d_ff=64))
     texts = ["A gripping film.", "Dull and far too long.", "An instant classic.", "A mess.", "Smart, warm, honest."]
     sims = torch.rand(5, 5, generator=torch.Generator().manual_seed(1))
-    task = pruning.lee_similarity_task(encoder.eval(), tokenizer, texts, (sims + sims.T) / 2, max_tokens=8)
+    task = analysis.lee_similarity_task(encoder.eval(), tokenizer, texts, (sims + sims.T) / 2, max_tokens=8)
     reference = [task.embeddings(task.ones())]
     (rho,), cosine = mh.conversion_scores(encoder, [task], reference)
     assert rho == task.score(task.ones()) and cosine == pytest.approx(1.0, abs=1e-6)
     converted = mh.group_kv_heads(encoder, 1, "first")
     (rho_1,), cosine_1 = mh.conversion_scores(converted, [task], reference)
-    other = pruning.lee_similarity_task(converted, tokenizer, texts, (sims + sims.T) / 2, max_tokens=8)
+    other = analysis.lee_similarity_task(converted, tokenizer, texts, (sims + sims.T) / 2, max_tokens=8)
     assert rho_1 == other.score(other.ones()) and cosine_1 < 0.999
     assert task.model is encoder  # the task itself still runs the original
     with pytest.raises(ValueError, match="one reference"):

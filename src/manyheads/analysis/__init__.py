@@ -8,7 +8,12 @@
 :mod:`~manyheads.analysis.circuits` (QK circuits, subspaces, principal angles; chapter 2),
 :mod:`~manyheads.analysis.capacity` (head-count sweeps and the low-rank bottleneck; chapter 3),
 :mod:`~manyheads.analysis.language_model` (next-token losses: is the decoder a working language model; chapters 6-7),
-:mod:`~manyheads.analysis.pruning` (ablation maps, head importance, pruning curves on MiniLM's tasks; chapter 5),
+:mod:`~manyheads.analysis.pruning_tasks` (the tasks heads are removed on: toy models, MiniLM's similarity and
+sentiment, SmolLM2's next token; chapter 5), :mod:`~manyheads.analysis.scoring` (their scores and fits: Spearman's ρ,
+1 − r as a loss, ridge), :mod:`~manyheads.analysis.ablation` (heads removed one at a time or in groups, with bootstrap
+intervals), :mod:`~manyheads.analysis.multiple_tests` (p-values, Holm and Benjamini-Hochberg),
+:mod:`~manyheads.analysis.importance` (gradient and leave-one-out importance), :mod:`~manyheads.analysis.pruning`
+(iterative pruning curves read against the floor; chapter 5),
 :mod:`~manyheads.analysis.symmetry` (heads that start identical stay identical; chapter 5),
 :mod:`~manyheads.analysis.speed` (heads removed vs masked: tokens per second; chapter 5),
 :mod:`~manyheads.analysis.kv_cache` (the decoder's KV cache measured: bytes and tokens per second; chapter 7),

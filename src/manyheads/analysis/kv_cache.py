@@ -17,7 +17,7 @@ interval contains 0 the machine could not tell the two apart (``manyheads.analys
 it into "inconclusive here").
 
 What converting a model's K/V heads (:mod:`manyheads.models.kv_heads`) costs, and what training gives back:
-:func:`conversion_scores` scores a converted MiniLM on chapter 5's tasks (:mod:`manyheads.analysis.pruning`) and
+:func:`conversion_scores` scores a converted MiniLM on chapter 5's tasks (:mod:`manyheads.analysis.pruning_tasks`) and
 by the cosine of its embeddings to the unconverted model's (:func:`conversion_outputs` gives what the tasks score,
 and :func:`paired_difference` a bootstrap interval for the difference of two models' scores on the same items,
 e.g. a converted model against the no-attention floor); :func:`uptrain` converts a toy model and trains it
@@ -410,7 +410,7 @@ def decoding_table(records: Sequence[DecodeRecord]) -> tuple[list[str], list[tup
 
 def conversion_outputs(model: nn.Module, tasks: Sequence) -> tuple[list[Tensor], list[Tensor]]:
     """``(outputs, embeddings)`` of ``model`` (e.g. a converted MiniLM) on encoder tasks built for another model: for
-    each task of :mod:`~manyheads.analysis.pruning` (``lee_similarity_task``, ``sentiment_probe_task``, any
+    each task of :mod:`~manyheads.analysis.pruning_tasks` (``lee_similarity_task``, ``sentiment_probe_task``, any
     ``EncoderTask``), what its metric scores and the unit embeddings, with ``model`` in place of the task's own (same
     texts, same fitted probe)."""
     outputs, embeddings = [], []
@@ -428,7 +428,7 @@ def conversion_scores(
 ) -> tuple[list[float], float]:
     """``(metrics, cosine)`` of ``model`` (e.g. a converted MiniLM) on encoder tasks built for another model.
 
-    tasks: encoder tasks of :mod:`~manyheads.analysis.pruning` (``lee_similarity_task``, ``sentiment_probe_task``,
+    tasks: encoder tasks of :mod:`~manyheads.analysis.pruning_tasks` (``lee_similarity_task``, ``sentiment_probe_task``,
     any ``EncoderTask``); each is run with ``model`` in place of its own (same
     texts, same fitted probe). reference: one (n_items, d_model) tensor of unit embeddings per task, e.g.
     ``task.embeddings(task.ones())`` of the unconverted model. Returns each task's metric, and the mean cosine

@@ -3,6 +3,8 @@
 :mod:`~manyheads.course.layout` (where chapters, solutions, exercises and the nbgrader config live),
 :mod:`~manyheads.course.exercises` (the one description of every exercise), :mod:`~manyheads.course.hygiene`
 (canonical notebooks, the Colab set-up cell), :mod:`~manyheads.course.release` (regenerating exercises/ with
-nbgrader), :mod:`~manyheads.course.delivery` (which commit is a release). Grading a class (``manyheads grade``) is
+nbgrader), :mod:`~manyheads.course.delivery` (which commit is a release), :mod:`~manyheads.course.colab` (what the
+Colab set-up cell installs), :mod:`~manyheads.course.package_names` (which names of the package a notebook takes,
+and whether a release has them). Grading a class (``manyheads grade``) is
 the separate distribution in ``grader/`` (``manyheads_grader``), which students never install.
 """

@@ -4,6 +4,7 @@
 (the 2-layer attention-only transformer of chapter 6's induction heads), :mod:`~manyheads.models.bert` (the pretrained
 MiniLM encoder, chapters 4-6), :mod:`~manyheads.models.checkpoints` (finding and verifying offline checkpoint
 files), :mod:`~manyheads.models.gguf_file` (the decoder SmolLM2's GGUF file, chapters 6-7),
+:mod:`~manyheads.models.gguf_container` (GGUF's container format read in one pass),
 :mod:`~manyheads.models.llama` (the decoder itself, chapters 6-7), :mod:`~manyheads.models.kv_heads` (a trained
 model's key/value heads grouped or repeated, chapter 7), :mod:`~manyheads.models.tokenizer` (word pieces and the
 word map). Interventions on any of them (gates, ablation, head removal) live in
