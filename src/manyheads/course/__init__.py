@@ -5,6 +5,7 @@
 (canonical notebooks, the Colab set-up cell), :mod:`~manyheads.course.release` (regenerating exercises/ with
 nbgrader), :mod:`~manyheads.course.delivery` (which commit is a release), :mod:`~manyheads.course.colab` (what the
 Colab set-up cell installs), :mod:`~manyheads.course.package_names` (which names of the package a notebook takes,
-and whether a release has them). Grading a class (``manyheads grade``) is
-the separate distribution in ``grader/`` (``manyheads_grader``), which students never install.
+and whether a release has them), :mod:`~manyheads.course.chapter_places` (every file a chapter must appear in).
+Grading a class (``manyheads grade``) is the separate distribution in ``grader/`` (``manyheads_grader``), which
+students never install.
 """
