@@ -14,6 +14,7 @@ import pytest
 from helpers import grading_corpus as corpus
 
 from manyheads_grader import cli, cluster, gradebook, runner, sandbox
+from manyheads_grader.records import texts
 
 EX1 = corpus.EX1
 
@@ -146,7 +147,7 @@ def test_a_chunk_lost_beyond_the_allowed_failures_is_reported_not_dropped(batch,
     lost = [r for r in rows if r.status == "failed"]
     assert lost and len(rows) == 2, {r.student_id: r.problems for r in rows}  # both, if both ran on the killed one
     for row in lost:
-        assert any("the dask cluster lost it" in p and "KilledWorker" in p for p in row.problems), row.problems
+        assert any("the dask cluster lost it" in p and "KilledWorker" in p for p in texts(row.problems)), row.problems
     for row in rows:
         if row.status != "failed":
             assert _grades([row])[row.student_id] == by_local[row.student_id]

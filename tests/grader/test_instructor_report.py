@@ -21,7 +21,7 @@ from helpers import grading_corpus as corpus
 from helpers.browser import chromium
 
 from manyheads_grader import report, versions
-from manyheads_grader.records import Row
+from manyheads_grader.records import Problem, ProblemKind, Row, not_graded
 
 POINTS = {"test_softmax": 2.0, "test_attention": 4.0, "test_entropy": 2.0}
 SCALE = "AssertionError: the scores are not scaled by sqrt(d_k)"
@@ -65,11 +65,15 @@ def a_class() -> list[Row]:
             {**full, "test_attention": 0.0},
             {"test_attention": "OwnWorkError: own work"},
             zeroed={"test_attention": "OwnWorkError: own work"},
-            problems=["own work: test_attention got no points: OwnWorkError: own work"],
+            problems=[Problem(ProblemKind.OWN_WORK, "own work: test_attention got no points: OwnWorkError: own work")],
         ),
-        row("gus", {**full, "test_entropy": None}, problems=["needs a manual look: no automatic score for x"]),
+        row(
+            "gus",
+            {**full, "test_entropy": None},
+            problems=[Problem(ProblemKind.MANUAL, "needs a manual look: no automatic score for x")],
+        ),
         row("hal", {**full, "test_softmax": 1.0}),
-        row("ivy", {}, status="failed", problems=["not a notebook (unreadable JSON)"]),
+        row("ivy", {}, status="failed", problems=[Problem(ProblemKind.UNREADABLE, "not a notebook (unreadable JSON)")]),
     ]
 
 
@@ -161,7 +165,12 @@ def test_integrity_flags_are_listed_in_both_formats_and_rows_without_them_work(t
 
 def test_what_a_submission_controls_is_escaped(tmp_path):
     rows = [
-        row(EVIL, {**POINTS, "test_softmax": 0.0}, {"test_softmax": f"AssertionError: {EVIL}"}, problems=[EVIL]),
+        row(
+            EVIL,
+            {**POINTS, "test_softmax": 0.0},
+            {"test_softmax": f"AssertionError: {EVIL}"},
+            problems=[Problem(ProblemKind.NOTE, EVIL)],
+        ),
         row("ok", dict(POINTS), flags=[f'tampering: <img src=x onerror="alert(1)"> {EVIL}']),
     ]
     rows[0].status = "repaired"
@@ -177,13 +186,15 @@ def test_what_a_submission_controls_is_escaped(tmp_path):
 
 def test_the_grades_table_keeps_problems_short_and_the_report_in_full(tmp_path):
     long = "nbgrader could not grade it: " + "x" * 300
-    r = row("ivy", {}, status="failed", problems=[long, "not a notebook"])
+    r = row(
+        "ivy", {}, status="failed", problems=[not_graded("x" * 300), Problem(ProblemKind.UNREADABLE, "not a notebook")]
+    )
     report.write_csv(tmp_path / "grades.csv", [r], list(POINTS))
     cell = report.read_csv(tmp_path / "grades.csv")["ivy"]["problems"]
     assert len(cell) < 200 and cell.endswith("; not a notebook (in full in report.md)"), cell
     md, _ = write_both(tmp_path, [r])
     assert long in md
-    assert report.short_problems(["short"]) == "short"
+    assert report.short_problems([Problem(ProblemKind.NOTE, "short")]) == "short"
 
 
 def test_identical_answers_are_one_line_per_group_with_its_size_and_names(tmp_path):

@@ -470,9 +470,10 @@ def test_the_grader_reports_zeroed_parts_and_open_routes_from_the_students_cells
     row = records.Row("ann", notebook=nb)
     own_work.apply_rule(row, graded, ["test_softmax", "test_attention_entropy"], helpers, release)
     assert row.zeroed == {"test_softmax": "softmax: evidence"}
-    assert "own work: test_softmax got no points: softmax: evidence" in row.problems
+    assert "own work: test_softmax got no points: softmax: evidence" in records.texts(row.problems)
     flagged = f"own work, look by hand: extra cell {len(nb.cells)}: uses _reference, defined only in the hidden tests"
-    assert flagged in row.problems and len(row.problems) == 2, row.problems
+    assert flagged in records.texts(row.problems) and len(row.problems) == 2, row.problems
+    assert {p.kind for p in row.problems} == {records.ProblemKind.OWN_WORK}  # both wait for a human
 
 
 @pytest.mark.slow

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import nbformat
 
-from manyheads_grader.records import GradingError, Options, Row
+from manyheads_grader.records import GradingError, Options, Row, not_graded
 from manyheads_grader.worker import Worker
 
 EXTRA = "cluster"  # pip install "manyheads-grader[cluster]"
@@ -127,8 +127,7 @@ def grade_on_cluster(
                 why = f"{type(exc).__name__}: {str(exc)[:200]}"
                 for row in chunk:
                     row.problems.append(
-                        f"nbgrader could not grade it: the dask cluster lost it after its retries ({why}); grade "
-                        "it again"
+                        not_graded(f"the dask cluster lost it after its retries ({why}); grade it again")
                     )
                 continue
             worker = _Returned(work / f"cluster-{i}", assignment, db, result["log"], result["template_failure"])

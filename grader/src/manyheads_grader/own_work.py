@@ -14,7 +14,7 @@ import nbformat
 
 from manyheads.checks.own_work import MARKER
 from manyheads_grader.notebooks import student_cells
-from manyheads_grader.records import Row
+from manyheads_grader.records import Problem, ProblemKind, Row
 
 __all__ = ["OWN_WORK", "apply_rule", "own_work_refusals", "open_routes", "OPEN_ROUTES"]
 
@@ -94,9 +94,14 @@ def apply_rule(
     ``graded`` notebook), refusals the answer caught, and the ways around the rule the guard cannot close."""
     zeroed, caught = own_work_refusals(graded, test_ids)
     row.zeroed = zeroed
-    row.problems += [f"{OWN_WORK}: {test} got no points: {why}" for test, why in zeroed.items()]
-    row.problems += [f"{OWN_WORK}: a refusal was caught by the answer ({line})" for line in caught]
+    row.problems += [
+        Problem(ProblemKind.OWN_WORK, f"{OWN_WORK}: {test} got no points: {why}") for test, why in zeroed.items()
+    ]
+    row.problems += [
+        Problem(ProblemKind.OWN_WORK, f"{OWN_WORK}: a refusal was caught by the answer ({line})") for line in caught
+    ]
     if row.notebook is not None:
         row.problems += [
-            f"{OWN_WORK}, look by hand: {note}" for note in open_routes(student_cells(row.notebook, release), helpers)
+            Problem(ProblemKind.OWN_WORK, f"{OWN_WORK}, look by hand: {note}")
+            for note in open_routes(student_cells(row.notebook, release), helpers)
         ]

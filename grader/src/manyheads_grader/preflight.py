@@ -71,6 +71,7 @@ class PreflightResult:
     todo: str = ""
     known: bool = False  # the cause is one the preflight recognises (a missing module, a path), not a guess
     retried: str = ""  # why the first try failed, when a second one was needed
+    ungraded: int = 0  # how many of the problems are "could not be graded" (no graded notebook at all)
 
     def message(self, assignment: str) -> str:
         score, top = self.reference
@@ -154,7 +155,7 @@ def run(worker, release, source, assignment: str, points: dict[str, float], pyth
     preflight runs once more before it blames the environment: a kernel that did not start once on a machine busy
     with something else is not an environment problem; one that fails twice is (CI saw it under load)."""
     first = _run_once(worker, release, source, assignment, points, python)
-    unexplained = first.problems and all("could not be graded" in p for p in first.problems) and not first.known
+    unexplained = first.problems and first.ungraded == len(first.problems) and not first.known
     if first.ok or not unexplained:
         return first
     second = _run_once(worker, release, source, assignment, points, python)
@@ -187,8 +188,9 @@ def _run_once(worker, release, source, assignment: str, points: dict[str, float]
         graded = worker.autograded(row)
         errors = _notebook_errors(graded)
         if not graded.is_file() or row.student_id not in scores:
-            why = "; ".join(p.removeprefix("nbgrader could not grade it: ") for p in row.problems) or "not graded"
+            why = "; ".join(p.detail or p.text for p in row.problems) or "not graded"
             result.problems.append(f"{what} could not be graded ({why})")
+            result.ungraded += 1
         elif total(row.student_id) != want:
             result.problems.append(f"{what} scored {total(row.student_id):g}/{top:g}, not {want:g}")
             if row is rows[1]:  # points without an answer: the course's tests, not the environment

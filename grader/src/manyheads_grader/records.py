@@ -1,17 +1,17 @@
-"""The grader's shared records: one :class:`Row` per student, the run's :class:`Options`, and :class:`GradingError`.
+"""The grader's shared records: one :class:`Row` per student, each :class:`Problem` with its :class:`ProblemKind`,
+the sandbox's :class:`Limits`, the run's :class:`Options`, and :class:`GradingError`.
 
-Every other module of the grader reads and writes these; this module imports none of them but the sandbox's limits.
+Every other module of the grader reads and writes these; this module imports none of them.
 """
 
 from __future__ import annotations
 
+import enum
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
-
-from manyheads_grader.sandbox import Limits
 
 FEEDBACK_DIR = {"student": "feedback", "full": "feedback-full"}  # OUT/<folder> for each --feedback view
 
@@ -20,11 +20,64 @@ class GradingError(Exception):
     """Misuse or a broken course (unknown assignment, nbgrader cannot release it): the command stops."""
 
 
+class ProblemKind(enum.Enum):
+    """What kind of thing a :class:`Problem` reports: what later stages decide by (never the text)."""
+
+    COLLECTED = "collected"  # the download's layout: a file too large, late, earlier attempts not graded
+    UNREADABLE = "unreadable"  # no notebook of this student could be read: nothing to grade
+    NOTE = "note"  # checking the notebook against the release found something to say, nothing repaired
+    REPAIRED = "repaired"  # the notebook was repaired against the release (a deleted test restored, ...)
+    NOT_GRADED = "not graded"  # nbgrader produced no graded notebook for it (``detail``: why, if known)
+    MANUAL = "manual"  # a part has no automatic score: a human grades it
+    RUN = "run"  # what happened while it ran: a time, memory or output limit hit
+    OWN_WORK = "own work"  # a part given no points by the own-work rule, or a way around it for a human to look at
+    NO_FEEDBACK = "no feedback"  # graded, but no feedback page was produced
+
+
+# The kinds that need a human before the grades are final (the report lists these students first).
+NEEDS_A_HUMAN = frozenset({ProblemKind.MANUAL, ProblemKind.OWN_WORK})
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Something to report about one student's submission: its kind, the text people read, and for
+    :attr:`ProblemKind.NOT_GRADED` the reason alone (``detail``), without the sentence around it."""
+
+    kind: ProblemKind
+    text: str
+    detail: str = ""
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def not_graded(why: str = "") -> Problem:
+    """nbgrader produced no graded notebook: the problem, with ``why`` (if known) as its detail."""
+    return Problem(ProblemKind.NOT_GRADED, "nbgrader could not grade it" + (f": {why}" if why else ""), why)
+
+
+def texts(problems: list[Problem]) -> list[str]:
+    """The problems as people read them."""
+    return [str(p) for p in problems]
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one student's kernel may use in the sandbox (sandbox.py applies them)."""
+
+    memory_bytes: int = 4_000_000_000
+    cpu_seconds: int = 600
+    processes: int = 256
+    file_bytes: int = 50_000_000
+    open_files: int = 1024
+    output_limit: int = 2_000_000
+
+
 @dataclass
 class Row:
     student_id: str
     status: str = "failed"
-    problems: list[str] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
     score: float | None = None
     max_score: float | None = None
     tests: dict[str, float | None] = field(default_factory=dict)

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from manyheads_grader import feedback, versions
+from manyheads_grader.records import NEEDS_A_HUMAN, texts
 
 COLUMNS = ["student_id", "score", "max_score", "status", "problems"]
 FLAGS_TITLE = "Integrity flags (no points deducted)"
@@ -46,11 +47,12 @@ def _middle_cut(text: str, limit: int) -> str:
     return text[: limit - tail - 1].rstrip() + "…" + text[-tail:].lstrip()
 
 
-def short_problems(problems: list[str]) -> str:
+def short_problems(problems: list) -> str:
     """grades.csv's problems cell: each problem cut to :data:`CSV_PROBLEM` characters, its middle left out (a
     spreadsheet cell stays readable), and a pointer to the report when anything was cut."""
-    cut = [p if len(p) <= CSV_PROBLEM else _middle_cut(p, CSV_PROBLEM) for p in problems]
-    return "; ".join(cut) + (" (in full in report.md)" if cut != list(problems) else "")
+    full = texts(problems)
+    cut = [p if len(p) <= CSV_PROBLEM else _middle_cut(p, CSV_PROBLEM) for p in full]
+    return "; ".join(cut) + (" (in full in report.md)" if cut != full else "")
 
 
 def write_csv(path: Path, rows, test_ids: list[str]) -> None:
@@ -77,7 +79,7 @@ def who(row) -> str:
 
 def needs_human(row) -> bool:
     """Failed or repaired, a test nbgrader could not score, or anything about the own-work rule."""
-    return row.status != "graded" or any(p.startswith(("needs a manual look", "own work")) for p in row.problems)
+    return row.status != "graded" or any(p.kind in NEEDS_A_HUMAN for p in row.problems)
 
 
 def failures(nb) -> dict[str, str]:
@@ -287,7 +289,7 @@ def write_report(path: Path, rows, facts: dict) -> None:
     if todo:
         lines += ["| student | status | score | why |", "|---|---|---|---|"]
         for r in todo:
-            why = _cell("; ".join(r.problems))
+            why = _cell("; ".join(texts(r.problems)))
             lines.append(f"| {_cell(who(r))} | {r.status} | {_num(r.score)} | {why} |")
     else:
         lines.append("Nothing: every submission was graded without a repair.")
@@ -319,7 +321,7 @@ def write_report(path: Path, rows, facts: dict) -> None:
     notes = [r for r in rows if r.status == "graded" and r.problems and not needs_human(r)]
     if notes:
         lines += ["", "## Notes on graded submissions", ""]
-        lines += [f"- {_md(who(r))}: {_md('; '.join(r.problems))}" for r in notes]
+        lines += [f"- {_md(who(r))}: {_md('; '.join(texts(r.problems)))}" for r in notes]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
@@ -568,7 +570,7 @@ def write_html(path: Path, rows, facts: dict, extra: list[str] = ()) -> None:
         body.append(
             _table(
                 ["student", "status", "score", "why"],
-                [[_e(who(r)), _e(r.status), _num(r.score), _e("; ".join(r.problems))] for r in todo],
+                [[_e(who(r)), _e(r.status), _num(r.score), _e("; ".join(texts(r.problems)))] for r in todo],
                 numeric={2},
             )
         )
@@ -609,7 +611,7 @@ def write_html(path: Path, rows, facts: dict, extra: list[str] = ()) -> None:
     notes = [r for r in rows if r.status == "graded" and r.problems and not needs_human(r)]
     if notes:
         body.append('<section id="notes"><h2>Notes on graded submissions</h2>')
-        body.append(_table(["student", "note"], [[_e(who(r)), _e("; ".join(r.problems))] for r in notes]))
+        body.append(_table(["student", "note"], [[_e(who(r)), _e("; ".join(texts(r.problems)))] for r in notes]))
         body.append("</section>")
     if extra:
         body.append(f'<section id="lms">{markdown_html(list(extra))}</section>')

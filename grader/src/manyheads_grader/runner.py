@@ -45,7 +45,7 @@ from manyheads_grader import (
 )
 from manyheads_grader.nbgrader_command import nbgrader
 from manyheads_grader.processes import no_leftovers
-from manyheads_grader.records import FEEDBACK_DIR, GradingError, Options, Row
+from manyheads_grader.records import FEEDBACK_DIR, GradingError, Options, Problem, ProblemKind, Row, not_graded
 from manyheads_grader.submissions import collect as collect_submissions
 from manyheads_grader.worker import Worker
 
@@ -120,20 +120,24 @@ def check_submissions(
     subs, skipped = collect_submissions(submissions, pattern, lms)
     rows = []
     for sub in subs:
-        row = Row(sub.student_id, problems=list(sub.problems), name=sub.name)
+        row = Row(sub.student_id, problems=[Problem(ProblemKind.COLLECTED, p) for p in sub.problems], name=sub.name)
         checked = {name: (repair.check(data, release, assignment), mtime) for name, (data, mtime) in sub.files.items()}
         pick, repairs, notes = repair.choose(checked) if checked else (None, [], [])
-        row.problems += notes + repairs
+        row.problems += [Problem(ProblemKind.NOTE, n) for n in notes] + [
+            Problem(ProblemKind.REPAIRED, r) for r in repairs
+        ]
         row.repaired = bool(repairs)
         if pick is None:
             fatal = [f"{n}: {c.fatal}" for n, (c, _) in sorted(checked.items())] or ["no readable notebook"]
-            row.problems = fatal + row.problems
+            row.problems = [Problem(ProblemKind.UNREADABLE, f) for f in fatal] + row.problems
         else:
             chosen = checked[pick][0]
             row.notebook = chosen.notebook
             row.submitted = review_flags.stored(sub.files[pick][0])
             row.version = versions.written_for(notebooks.read_submitted(sub.files[pick][0])[0])  # before the repairs
-            row.problems += [f"{pick}: {p}" if len(checked) > 1 else p for p in chosen.notes + chosen.repairs]
+            prefix = f"{pick}: " if len(checked) > 1 else ""  # which of the student's files it is about
+            row.problems += [Problem(ProblemKind.NOTE, prefix + p) for p in chosen.notes]
+            row.problems += [Problem(ProblemKind.REPAIRED, prefix + p) for p in chosen.repairs]
             row.repaired = row.repaired or bool(chosen.repairs)
         rows.append(row)
     return rows, skipped
@@ -281,16 +285,18 @@ def _grade_with(
         worker = where.get(row.student_id)
         if worker is None or not worker.autograded(row).is_file() or row.student_id not in scores:
             row.status = "failed"
-            if row.notebook is not None and not any(p.startswith("nbgrader could not") for p in row.problems):
-                row.problems.append("nbgrader could not grade it")
+            if row.notebook is not None and not any(p.kind is ProblemKind.NOT_GRADED for p in row.problems):
+                row.problems.append(not_graded())
             continue
         got = scores[row.student_id]
         row.tests = {g: got.get(g, (None,))[0] for g in test_ids}
         pending = [g for g in test_ids if got.get(g, (None, 0, True))[2]]
         if pending:
-            row.problems.append(f"needs a manual look: no automatic score for {', '.join(pending)}")
+            row.problems.append(
+                Problem(ProblemKind.MANUAL, f"needs a manual look: no automatic score for {', '.join(pending)}")
+            )
         graded = nbformat.read(worker.autograded(row), as_version=4)  # once: the checks below only read it
-        row.problems += notebooks.run_notes(graded)
+        row.problems += [Problem(ProblemKind.RUN, note) for note in notebooks.run_notes(graded)]
         own_work.apply_rule(row, graded, test_ids, helpers, release)
         row.failures = report.failures(graded)
         row.flags = review_flags.out_of_order(row.submitted, graded, release) + review_flags.tampering(
@@ -305,7 +311,7 @@ def _grade_with(
             row.feedback.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(html, row.feedback)
         else:
-            row.problems.append("no feedback file was produced")
+            row.problems.append(Problem(ProblemKind.NO_FEEDBACK, "no feedback file was produced"))
     by_student = {r.student_id: review_flags.answers(r.notebook) for r in rows}
     reference = review_flags.answers(solution)  # the published reference solution: marked as such when handed in
     copied = review_flags.identical_answers(by_student, release, reference)

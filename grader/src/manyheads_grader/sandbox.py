@@ -31,11 +31,11 @@ import sys
 import sysconfig
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import manyheads
 from manyheads_grader import kernel_fork as kernel_template
+from manyheads_grader.records import Limits  # the sandbox applies them; defined with the other records
 
 KERNEL_NAME = "manyheads-sandbox"
 INSTALL_HINT = (
@@ -51,16 +51,6 @@ SANDBOX_UID_BASE = 2_000_000_000
 def worker_uid(worker: int) -> int:
     """The user that grading worker ``worker``'s kernels run as when grading as root."""
     return SANDBOX_UID_BASE + worker
-
-
-@dataclass(frozen=True)
-class Limits:
-    memory_bytes: int = 4_000_000_000
-    cpu_seconds: int = 600
-    processes: int = 256
-    file_bytes: int = 50_000_000
-    open_files: int = 1024
-    output_limit: int = 2_000_000
 
 
 LAUNCHER = '''\

@@ -14,7 +14,7 @@ import nbformat
 
 from manyheads_grader import kernel_client, kernel_fork, progress, sandbox
 from manyheads_grader.nbgrader_session import Session
-from manyheads_grader.records import Options, Row
+from manyheads_grader.records import Options, Problem, ProblemKind, Row, not_graded
 
 STARTUP_DEATH = (
     "the kernel died at start-up, before any of the notebook ran: an environment problem, not the student's "
@@ -22,7 +22,8 @@ STARTUP_DEATH = (
 )
 
 
-def why_failed(log: str, student: str) -> str:
+def why_failed(log: str, student: str) -> Problem:
+    """The problem of a notebook nbgrader produced no graded copy of, with the reason read from its log."""
     text = log.replace("\r", "")
     for needle, why in (
         ("Kernel died before replying to kernel_info", STARTUP_DEATH),
@@ -33,7 +34,7 @@ def why_failed(log: str, student: str) -> str:
         ("Kernel didn't respond", "the kernel did not start"),
     ):
         if needle in text:
-            return f"nbgrader could not grade it: {why}"
+            return not_graded(why)
     errors = [
         line.strip()
         for line in text.splitlines()
@@ -41,8 +42,9 @@ def why_failed(log: str, student: str) -> str:
         and "above traceback" not in line
         and "There was an error processing" not in line
     ]
-    last = f": {errors[-1][:200]}" if errors else ""
-    return f"nbgrader could not grade it{last} (full log in OUT/.work with --keep-work)"
+    last = errors[-1][:200] if errors else ""
+    text = "nbgrader could not grade it" + (f": {last}" if last else "") + " (full log in OUT/.work with --keep-work)"
+    return Problem(ProblemKind.NOT_GRADED, text, last)
 
 
 class Worker:
@@ -214,7 +216,8 @@ class Worker:
             missing[0].problems.append(why_failed(log, missing[0].student_id))
         for row in rows:
             if not self.autograded(row).is_file():
-                watch.failed(row, (row.problems or ["not graded"])[-1].removeprefix("nbgrader could not grade it: "))
+                reasons = [p.detail for p in row.problems if p.kind is ProblemKind.NOT_GRADED and p.detail]
+                watch.failed(row, (reasons or ["not graded"])[-1])
 
     def autograded(self, row: Row) -> Path:
         return self.root / "autograded" / row.student_id / self.assignment / f"{self.assignment}.ipynb"
