@@ -111,7 +111,7 @@ def test_the_cluster_merges_into_the_shared_postgresql_gradebook(local_cluster, 
     subs, _, by_local = batch
     opts = runner.Options(jobs=2, chunk=2, scheduler=local.scheduler_address, db=postgres_url)
     rows, facts = runner.grade(EX1, subs, tmp_path / "out", opts)
-    assert facts["db"] == "postgresql"
+    assert facts.db == "postgresql"
     assert _grades(rows) == by_local, {r.student_id: r.problems for r in rows}
     with Gradebook(gradebook.normalise_db(postgres_url), "manyheads") as gb:
         in_db = {s.student_id: s.score for s in gb.assignment_submissions(EX1)}

@@ -11,7 +11,7 @@ from helpers import grading_corpus as corpus
 
 import manyheads
 from manyheads_grader import report, versions
-from manyheads_grader.records import Row
+from manyheads_grader.records import Row, RunFacts, VersionFacts
 
 
 def with_version(nb, version: str):
@@ -66,24 +66,15 @@ def test_students_on_another_version_are_listed_with_both_versions(tmp_path):
     }
     found = versions.compare(by_student, course.expected)
     assert found.other == {"bob": older} and found.unknown == ["cy"]
-    facts = {
-        "assignment": corpus.EX1,
-        "points": {"test_softmax": 2.0},
-        "test_ids": ["test_softmax"],
-        "jobs": 1,
-        "sandbox": True,
-        "db": "sqlite",
-        "seconds": 1.0,
-        "skipped": [],
-        "versions": {
-            "expected": course.expected,
-            "release": course.release,
-            "package": course.package,
-            "disagreement": None,
-            "other": found.other,
-            "unknown": found.unknown,
-        },
-    }
+    facts = RunFacts(
+        corpus.EX1,
+        {"test_softmax": 2.0},
+        jobs=1,
+        sandbox=True,
+        db="sqlite",
+        seconds=1.0,
+        versions=VersionFacts(course.expected, course.release, course.package, None, found.other, found.unknown),
+    )
     rows = [Row(s, status="graded", tests={"test_softmax": 2.0}, score=2.0, max_score=2.0) for s in by_student]
     rows[1].name = "Bob Roe"
     report.write_report(tmp_path / "report.md", rows, facts)
@@ -96,9 +87,9 @@ def test_students_on_another_version_are_listed_with_both_versions(tmp_path):
 
 
 def test_nothing_is_said_when_everyone_agrees(tmp_path):
-    info = {"expected": "1.0.0", "release": "1.0.0", "package": "1.0.0", "disagreement": None}
-    assert versions.report_lines({"versions": {**info, "other": {}, "unknown": []}}) == []
-    assert versions.version_summary({"versions": {**info, "other": {}, "unknown": []}}) == ""
+    info = VersionFacts("1.0.0", "1.0.0", "1.0.0", None, {}, [])
+    assert versions.report_lines(RunFacts(corpus.EX1, {}, versions=info)) == []
+    assert versions.version_summary(RunFacts(corpus.EX1, {}, versions=info)) == ""
 
 
 def test_a_grader_on_another_package_version_is_told():

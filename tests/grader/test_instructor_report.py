@@ -21,7 +21,7 @@ from helpers import grading_corpus as corpus
 from helpers.browser import chromium
 
 from manyheads_grader import report, versions
-from manyheads_grader.records import Problem, ProblemKind, Row, not_graded
+from manyheads_grader.records import Problem, ProblemKind, Row, RunFacts, not_graded
 
 POINTS = {"test_softmax": 2.0, "test_attention": 4.0, "test_entropy": 2.0}
 SCALE = "AssertionError: the scores are not scaled by sqrt(d_k)"
@@ -29,18 +29,8 @@ OVERFLOW = "AssertionError: softmax overflows for large scores"
 EVIL = "<script>alert('pwned')</script>"
 
 
-def facts(**extra) -> dict:
-    return {
-        "assignment": "01_single_head_bottleneck",
-        "points": dict(POINTS),
-        "test_ids": list(POINTS),
-        "jobs": 2,
-        "sandbox": True,
-        "db": "sqlite",
-        "seconds": 42.0,
-        "skipped": [],
-        **extra,
-    }
+def facts(**extra) -> RunFacts:
+    return RunFacts("01_single_head_bottleneck", dict(POINTS), jobs=2, sandbox=True, db="sqlite", seconds=42.0, **extra)
 
 
 def row(student: str, tests: dict, failures: dict | None = None, status: str = "graded", **kw) -> Row:

@@ -28,6 +28,7 @@ from helpers import unprivileged
 from helpers.grading_corpus import EX1
 
 from manyheads_grader import report, sandbox
+from manyheads_grader.records import RunFacts
 
 pytestmark = pytest.mark.slow
 
@@ -178,8 +179,7 @@ def test_when_no_kernel_could_be_forked_the_report_says_why_in_one_line(tmp_path
     worker.template_failure = "bwrap: setting up uid map: Permission denied"
     why = worker.why_not_forked()
     assert "\n" not in why and "setting up uid map" in why
-    facts = {"assignment": EX1, "points": {"t": 1.0}, "test_ids": ["t"], "jobs": 2, "sandbox": True, "db": "sqlite"}
-    facts.update(seconds=1.0, skipped=[], forked_kernels=0, not_forked=why)
+    facts = RunFacts(EX1, {"t": 1.0}, jobs=2, sandbox=True, db="sqlite", seconds=1.0, forked_kernels=0, not_forked=why)
     row = Row("ada", status="graded", tests={"t": 1.0})
     row.score, row.max_score = 1.0, 1.0
     report.write_report(tmp_path / "report.md", [row], facts)

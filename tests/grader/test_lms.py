@@ -21,6 +21,7 @@ from helpers.grading_corpus import run_grade
 
 from manyheads_grader import lms
 from manyheads_grader import submissions as collect
+from manyheads_grader.records import RunFacts
 
 EX1 = corpus.EX1
 
@@ -196,7 +197,7 @@ def test_collect_reads_a_moodle_zip_with_names_and_lists_what_it_skips(tmp_path)
 # ------------------------------------------------------------------------------------------------------------------
 # grades out (fast)
 
-FACTS = {"assignment": EX1, "points": {"test_a": 2.0, "test_b": 6.0}, "test_ids": ["test_a", "test_b"]}
+FACTS = RunFacts(EX1, {"test_a": 2.0, "test_b": 6.0})
 
 
 def _row(student: str, score: float | None, feedback: Path | None = None):

@@ -146,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"manyheads grade: {exc}", file=sys.stderr)
         return 2
     out = args.out
-    report.write_csv(out / "grades.csv", rows, facts["test_ids"])
+    report.write_csv(out / "grades.csv", rows, facts.test_ids)
     report.write_report(out / "report.md", rows, facts)
     lms_lines: list[str] = []
     try:
@@ -163,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
     on_other = f" ({versions.version_summary(facts)}: see the report)" if versions.version_summary(facts) else ""
     print(
         f"{len(rows)} students: {counts['graded']} graded, {counts['repaired']} repaired, {counts['failed']} failed "
-        f"in {facts['seconds']:.1f} s{on_other}; wrote {out / 'grades.csv'}, {out / 'report.md'}, "
+        f"in {facts.seconds:.1f} s{on_other}; wrote {out / 'grades.csv'}, {out / 'report.md'}, "
         f"{out / 'report.html'}, {out / FEEDBACK_DIR[args.feedback]}/"
     )
     if exported is not None:
@@ -191,7 +191,7 @@ def _check(args) -> int:
         except GradingError as exc:
             print(f"manyheads grade: {exc}", file=sys.stderr)
             return 2
-    print(f"{args.assignment}: {facts['preflight']}; grading works here")
+    print(f"{args.assignment}: {facts.preflight}; grading works here")
     return 0
 
 

@@ -47,6 +47,8 @@ import zipfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
+from manyheads_grader.records import RunFacts
+
 LMS_NAMES = ("canvas", "moodle", "blackboard", "generic")
 CHOICES = ("auto", *LMS_NAMES)
 LABEL = {"canvas": "Canvas", "moodle": "Moodle", "blackboard": "Blackboard", "generic": "the generic"}
@@ -382,10 +384,12 @@ class Result:
     notes: list[str] = field(default_factory=list)
 
 
-def write_grades(rows, facts: dict, layout: Plan, out: Path, gradebook: Path | None = None, column: str | None = None):
+def write_grades(
+    rows, facts: RunFacts, layout: Plan, out: Path, gradebook: Path | None = None, column: str | None = None
+):
     """``OUT/<lms>-grades.csv`` in the LMS's import format (filled into ``gradebook`` when given): a Result."""
-    lms, assignment = layout.lms, facts["assignment"]
-    max_score = float(sum(facts["points"].values()))
+    lms, assignment = layout.lms, facts.assignment
+    max_score = facts.max_score
     scores = {r.student_id: r for r in rows}
     result = Result(lms, grades=out / f"{lms}-grades.csv")
     failed = sorted(s for s, r in scores.items() if r.score is None)
@@ -395,10 +399,10 @@ def write_grades(rows, facts: dict, layout: Plan, out: Path, gradebook: Path | N
         _fill(Table.read(gradebook), scores, facts, layout, result, Path(gradebook), column, max_score)
         return result
     if lms == "generic":
-        table = [["student_id", "name", "score", "max_score", "status", *facts["test_ids"]]]
+        table = [["student_id", "name", "score", "max_score", "status", *facts.test_ids]]
         for student in sorted(scores):
             r = scores[student]
-            tests = [_num(r.tests.get(t)) for t in facts["test_ids"]]
+            tests = [_num(r.tests.get(t)) for t in facts.test_ids]
             table.append([student, layout.name(student), _num(r.score), _num(r.max_score), r.status, *tests])
         Table(table, newline="\n").write(result.grades)
         return result
@@ -487,10 +491,10 @@ def _canvas_squash(sortable: str) -> str:
     return re.sub(r"[^\w]", "", re.sub(r"_(\d+)_", r"\1", sortable.strip()).lower())
 
 
-def _fill(table: Table, scores: dict, facts: dict, layout: Plan, result: Result, path, column, max_score) -> None:
+def _fill(table: Table, scores: dict, facts: RunFacts, layout: Plan, result: Result, path, column, max_score) -> None:
     """Write the scores into the template's assignment column; every other cell stays as it was."""
     header = table.rows[0]
-    found = template(header, layout.lms, facts["assignment"], column, path)
+    found = template(header, layout.lms, facts.assignment, column, path)
     target = found.target
     if found.kind == "name":
         names = {s: _norm(layout.name(s)) for s in scores}
@@ -572,10 +576,10 @@ def feedback_name(layout: Plan, student: str, assignment: str) -> str | None:
     return f"{ident.upload}_{stem}"  # blackboard: no bulk upload known; named like the attempt, attach by hand
 
 
-def write_feedback(rows, facts: dict, layout: Plan, out: Path, result: Result) -> None:
+def write_feedback(rows, facts: RunFacts, layout: Plan, out: Path, result: Result) -> None:
     """Copy each student's feedback HTML to ``OUT/lms-feedback/<LMS name>`` and zip it for upload; files the LMS
     cannot map back go to ``OUT/lms-feedback-by-hand/<student>.html``."""
-    assignment = facts["assignment"]
+    assignment = facts.assignment
     target, by_hand = out / FEEDBACK_DIR, out / BY_HAND_DIR
     for folder in (target, by_hand):
         shutil.rmtree(folder, ignore_errors=True)
@@ -603,7 +607,7 @@ def write_feedback(rows, facts: dict, layout: Plan, out: Path, result: Result) -
 
 def export(
     rows,
-    facts: dict,
+    facts: RunFacts,
     layout: Plan,
     out: Path,
     gradebook: Path | None = None,

@@ -1,5 +1,6 @@
 """The grader's shared records: one :class:`Row` per student, each :class:`Problem` with its :class:`ProblemKind`,
-the sandbox's :class:`Limits`, the run's :class:`Options`, and :class:`GradingError`.
+what the run observed (:class:`RunFacts`, :class:`VersionFacts`), the sandbox's :class:`Limits`, the run's
+:class:`Options`, and :class:`GradingError`.
 
 Every other module of the grader reads and writes these; this module imports none of them.
 """
@@ -90,6 +91,48 @@ class Row:
     submitted: nbformat.NotebookNode | None = None  # the file as handed in, cut to what flags.out_of_order compares
     name: str = ""  # the display name from the LMS's file names, if any (never the id)
     version: str | None = None  # the course release the notebook was written for (versions.py); None: unknown
+
+
+@dataclass(frozen=True)
+class VersionFacts:
+    """Which course release the class worked on (versions.py): the one expected, the release notebook's and the
+    grader's package's version, a disagreement between those (or None), and the students on another or no version."""
+
+    expected: str
+    release: str | None = None
+    package: str | None = None
+    disagreement: str | None = None
+    other: dict[str, str] = field(default_factory=dict)  # student -> the version their notebook was written for
+    unknown: list[str] = field(default_factory=list)  # students whose notebook names no version
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """What one run of ``manyheads grade`` observed, beside the students' rows: what the outputs (grades.csv, the
+    LMS files, the report) say about the run as a whole."""
+
+    assignment: str
+    points: dict[str, float]  # test id -> points, in the notebook's order
+    jobs: int = 1
+    sandbox: bool = True
+    db: str = "sqlite"  # "sqlite" or "postgresql"
+    seconds: float = 0.0
+    skipped: list[str] = field(default_factory=list)  # files of the download that belong to no student
+    identical: list[dict] | None = None  # groups of identical answers (review_flags.Group as dicts); None: not known
+    versions: VersionFacts | None = None
+    forked_kernels: int = 0  # kernels forked from a template process (the rest started Python each)
+    not_forked: str = ""  # why not, in one line, when a worker's template failed
+    phases: dict[str, float] = field(default_factory=dict)  # where the jobs' time went, summed over the jobs
+    preflight: str = ""  # its one-line summary, or why it did not run
+    log: str = ""  # nbgrader's output, every job's
+
+    @property
+    def test_ids(self) -> list[str]:
+        return list(self.points)
+
+    @property
+    def max_score(self) -> float:
+        return float(sum(self.points.values()))
 
 
 def default_jobs() -> int:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from manyheads_grader import feedback, versions
-from manyheads_grader.records import NEEDS_A_HUMAN, texts
+from manyheads_grader.records import NEEDS_A_HUMAN, RunFacts, texts
 
 COLUMNS = ["student_id", "score", "max_score", "status", "problems"]
 FLAGS_TITLE = "Integrity flags (no points deducted)"
@@ -129,11 +129,11 @@ class PartResults:
         return statistics.fmean(self.scores) if self.scores else None
 
 
-def parts(rows, facts: dict) -> list[PartResults]:
+def parts(rows, facts: RunFacts) -> list[PartResults]:
     """Per graded part, over the notebooks that were graded (a failed submission has no part scores)."""
     graded = [r for r in rows if r.status != "failed"]
     found = []
-    for test_id, points in facts["points"].items():
+    for test_id, points in facts.points.items():
         part = PartResults(test_id, float(points))
         counted: Counter = Counter()
         for row in graded:
@@ -166,31 +166,31 @@ class Summary:
         return statistics.median(self.scored) if self.scored else None
 
 
-def summary(rows, facts: dict) -> Summary:
+def summary(rows, facts: RunFacts) -> Summary:
     return Summary(
         len(rows),
         {s: sum(r.status == s for r in rows) for s in ("graded", "repaired", "failed")},
         [r.score for r in rows if r.score is not None],
-        float(sum(facts["points"].values())),
+        facts.max_score,
     )
 
 
 IDENTICAL = "identical answer: "  # starts the flags that the report shows grouped (flags.identical_groups)
 
 
-def _flags(rows, facts: dict | None = None) -> list[tuple[str, str]]:
+def _flags(rows, facts: RunFacts | None = None) -> list[tuple[str, str]]:
     """(student as named, flag) for each flag; identical answers once per group (when the facts have the groups)."""
-    grouped = bool((facts or {}).get("identical") is not None)
+    grouped = facts is not None and facts.identical is not None
     return [
         (who(r), flag) for r in rows for flag in getattr(r, "flags", []) if not (grouped and flag.startswith(IDENTICAL))
     ]
 
 
-def _groups(rows, facts: dict) -> list[str]:
+def _groups(rows, facts: RunFacts) -> list[str]:
     """One line per group of identical answers, with its size and the students by name and id."""
     names = {r.student_id: who(r) for r in rows}
     lines = []
-    for g in facts.get("identical") or []:
+    for g in facts.identical or []:
         students = ", ".join(names.get(s, s) for s in g["students"])
         n = len(g["students"])
         who_ = f"{n} student{'s' if n != 1 else ''}: {students}"
@@ -227,7 +227,7 @@ def _code(text: str) -> str:
 
 
 def phase_line(phases: dict) -> str:
-    """Where the jobs' time went (runner's facts["phases"], Worker.phase_times), in one sentence."""
+    """Where the jobs' time went (runner's facts.phases, Worker.phase_times), in one sentence."""
     text = "The jobs' time, summed over the jobs (the preflight included): "
     text += f"nbgrader autograde {phases['nbgrader']:.1f} s"
     if phases.get("kernels"):
@@ -239,29 +239,29 @@ def phase_line(phases: dict) -> str:
     return text + "."
 
 
-def write_report(path: Path, rows, facts: dict) -> None:
+def write_report(path: Path, rows, facts: RunFacts) -> None:
     rows = sorted(rows, key=lambda r: r.student_id)
     s = summary(rows, facts)
     lines = [
-        f"# Grading report: {facts['assignment']}",
+        f"# Grading report: {facts.assignment}",
         "",
         f"{s.students} students: {s.counts['graded']} graded, {s.counts['repaired']} graded after a repair, "
         f"{s.counts['failed']} failed. Automatic points out of {s.max_score:g} "
-        f"({', '.join(f'{g} {p:g}' for g, p in facts['points'].items())}); written answers are graded by hand "
+        f"({', '.join(f'{g} {p:g}' for g, p in facts.points.items())}); written answers are graded by hand "
         "in nbgrader's formgrader on `OUT/course` and are not in these scores.",
         "",
         f"Mean score {s.mean:.2f} over {len(s.scored)} graded notebooks; median {s.median:g}."
         if s.scored
         else "No notebook could be graded.",
         "",
-        f"Graded with {facts['jobs']} job(s), sandbox {'on' if facts['sandbox'] else 'OFF'}, "
-        f"{facts.get('forked_kernels', 0)} kernel(s) forked from a template process"
-        + (f" ({facts['not_forked']})" if facts.get("not_forked") else "")
+        f"Graded with {facts.jobs} job(s), sandbox {'on' if facts.sandbox else 'OFF'}, "
+        f"{facts.forked_kernels} kernel(s) forked from a template process"
+        + (f" ({facts.not_forked})" if facts.not_forked else "")
         + ", "
-        f"{facts['db']} gradebook, in {facts['seconds']:.0f} s.",
+        f"{facts.db} gradebook, in {facts.seconds:.0f} s.",
         "",
-        *([phase_line(facts["phases"]), ""] if (facts.get("phases") or {}).get("nbgrader") else []),
-        *([f"Preflight: {facts['preflight']}.", ""] if facts.get("preflight") else []),
+        *([phase_line(facts.phases), ""] if facts.phases.get("nbgrader") else []),
+        *([f"Preflight: {facts.preflight}.", ""] if facts.preflight else []),
         "## Parts",
         "",
         "Over the graded notebooks. Failures: the students who did not get the part's full points, with the "
@@ -315,9 +315,9 @@ def write_report(path: Path, rows, facts: dict) -> None:
     version_lines = versions.report_lines(facts, lambda s: _md(labels.get(s, s)))
     if version_lines:
         lines += ["", *version_lines]
-    if facts.get("skipped"):
+    if facts.skipped:
         lines += ["", "## Files that belong to no student (not graded)", ""]
-        lines += [f"- `{name}`" for name in facts["skipped"]]
+        lines += [f"- `{name}`" for name in facts.skipped]
     notes = [r for r in rows if r.status == "graded" and r.problems and not needs_human(r)]
     if notes:
         lines += ["", "## Notes on graded submissions", ""]
@@ -488,12 +488,12 @@ def markdown_html(lines: list[str]) -> str:
     return "\n".join(out)
 
 
-def write_html(path: Path, rows, facts: dict, extra: list[str] = ()) -> None:
+def write_html(path: Path, rows, facts: RunFacts, extra: list[str] = ()) -> None:
     """OUT/report.html: the report with figures, self-contained; ``extra``: Markdown lines to end with (LMS)."""
     rows = sorted(rows, key=lambda r: r.student_id)
     s = summary(rows, facts)
     found = parts(rows, facts)
-    title = f"Grading report: {facts['assignment']}"
+    title = f"Grading report: {facts.assignment}"
     body = [f"<h1>{_e(title)}</h1>", '<section id="summary"><h2>Summary</h2><dl>']
     facts_list = [
         (
@@ -503,17 +503,17 @@ def write_html(path: Path, rows, facts: dict, extra: list[str] = ()) -> None:
         ),
         (
             "Automatic points",
-            f"{s.max_score:g} ({', '.join(f'{g} {p:g}' for g, p in facts['points'].items())}); "
+            f"{s.max_score:g} ({', '.join(f'{g} {p:g}' for g, p in facts.points.items())}); "
             "written answers are graded by hand in nbgrader's formgrader on OUT/course",
         ),
         ("Mean", f"{s.mean:.2f} over {len(s.scored)} graded notebooks" if s.scored else "no notebook was graded"),
         ("Median", f"{s.median:g}" if s.scored else "–"),
-        ("Time", f"{facts['seconds']:.0f} s"),
-        ("Jobs", str(facts["jobs"])),
-        ("Sandbox", "on" if facts["sandbox"] else "OFF (trusted code only)"),
-        ("Kernels forked from a template", str(facts.get("forked_kernels", 0))),
-        ("Gradebook", str(facts["db"])),
-        *([("Preflight", str(facts["preflight"]))] if facts.get("preflight") else []),
+        ("Time", f"{facts.seconds:.0f} s"),
+        ("Jobs", str(facts.jobs)),
+        ("Sandbox", "on" if facts.sandbox else "OFF (trusted code only)"),
+        ("Kernels forked from a template", str(facts.forked_kernels)),
+        ("Gradebook", str(facts.db)),
+        *([("Preflight", str(facts.preflight))] if facts.preflight else []),
     ]
     body += [f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in facts_list]
     body.append("</dl>")
@@ -604,9 +604,9 @@ def write_html(path: Path, rows, facts: dict, extra: list[str] = ()) -> None:
     version_lines = versions.report_lines(facts, lambda s: labels.get(s, s).replace("`", "'"))
     if version_lines:
         body.append(f'<section id="versions">{markdown_html(version_lines)}</section>')
-    if facts.get("skipped"):
+    if facts.skipped:
         body.append('<section id="skipped"><h2>Files that belong to no student (not graded)</h2><ul>')
-        body += [f"<li><code>{_e(name)}</code></li>" for name in facts["skipped"]]
+        body += [f"<li><code>{_e(name)}</code></li>" for name in facts.skipped]
         body.append("</ul></section>")
     notes = [r for r in rows if r.status == "graded" and r.problems and not needs_human(r)]
     if notes:

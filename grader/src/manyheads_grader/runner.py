@@ -45,7 +45,17 @@ from manyheads_grader import (
 )
 from manyheads_grader.nbgrader_command import nbgrader
 from manyheads_grader.processes import no_leftovers
-from manyheads_grader.records import FEEDBACK_DIR, GradingError, Options, Problem, ProblemKind, Row, not_graded
+from manyheads_grader.records import (
+    FEEDBACK_DIR,
+    GradingError,
+    Options,
+    Problem,
+    ProblemKind,
+    Row,
+    RunFacts,
+    VersionFacts,
+    not_graded,
+)
 from manyheads_grader.submissions import collect as collect_submissions
 from manyheads_grader.worker import Worker
 
@@ -145,8 +155,8 @@ def check_submissions(
 
 def grade(
     assignment: str, submissions: Path | None, out: Path, opts: Options, course: Path | None = None
-) -> tuple[list[Row], dict]:
-    """Grade every student's submission; write nothing but ``out``. Returns the rows and facts for the report.
+) -> tuple[list[Row], RunFacts]:
+    """Grade every student's submission; write nothing but ``out``. Returns the rows and what the run observed.
     With ``opts.check`` only the preflight runs (``submissions`` may be None) and the rows are empty. No process
     that grading started outlives it (:func:`no_leftovers`)."""
     # On a cluster the students' kernels run inside the dask workers; the processes started here meanwhile are dask's
@@ -157,7 +167,7 @@ def grade(
 
 def _grade(
     assignment: str, submissions: Path | None, out: Path, opts: Options, course: Path | None = None
-) -> tuple[list[Row], dict]:
+) -> tuple[list[Row], RunFacts]:
     started = time.monotonic()
     source = find_course(assignment, course)
     out = Path(out).resolve()
@@ -195,7 +205,7 @@ def _grade_with(
     master: Path,
     db: str,
     started: float,
-) -> tuple[list[Row], dict]:
+) -> tuple[list[Row], RunFacts]:
     work = master.parent
     release = release_course(source, assignment, master, db)
     solution = nbformat.read(master / "solutions" / assignment / f"{assignment}.ipynb", as_version=4)
@@ -226,7 +236,7 @@ def _grade_with(
                 shutil.rmtree(work, ignore_errors=True)
             if not checked.ok:
                 raise preflight.PreflightError(checked.message(assignment))
-            return [], {"assignment": assignment, "preflight": checked.summary(), "seconds": time.monotonic() - started}
+            return [], RunFacts(assignment, points, preflight=checked.summary(), seconds=time.monotonic() - started)
     # One `nbgrader autograde` per chunk (in the job's nbgrader session), taken from a shared queue by whichever job
     # is free. Chunks are small (at most CHUNK_MAX, equal in size): a job held up by a notebook that loops (60 s, then
     # 5 s a cell) leaves the other jobs the rest of the queue instead of a fixed half of the class (issue 26, item 3),
@@ -327,28 +337,27 @@ def _grade_with(
     mismatches = versions.compare(
         {r.student_id: r.version for r in rows if r.notebook is not None}, course_version.expected
     )
-    facts = {
-        "assignment": assignment,
-        "identical": [dataclasses.asdict(g) for g in groups],  # the report lists one line per group
-        "versions": {
-            "expected": course_version.expected,
-            "release": course_version.release,
-            "package": course_version.package,
-            "disagreement": course_version.disagreement(),
-            "other": mismatches.other,
-            "unknown": mismatches.unknown,
-        },
-        "skipped": skipped,
-        "jobs": jobs,
-        "sandbox": opts.sandbox,
-        "forked_kernels": forked,  # kernels forked from a template process (the rest started Python each)
-        "not_forked": not_forked,  # why not, in one line, when a worker's template failed
-        "phases": phases,  # where the jobs' time went, summed over the jobs (Worker.phase_times)
-        "preflight": checked.summary() if checked else "not run" + (" (graded on a cluster)" if opts.scheduler else ""),
-        "seconds": time.monotonic() - started,
-        "test_ids": test_ids,
-        "points": points,
-        "db": "postgresql" if opts.db and opts.db.startswith("postgresql") else "sqlite",
-        "log": "\n".join(line for w in workers for line in w.log),
-    }
+    facts = RunFacts(
+        assignment,
+        points,
+        identical=[dataclasses.asdict(g) for g in groups],  # the report lists one line per group
+        versions=VersionFacts(
+            course_version.expected,
+            course_version.release,
+            course_version.package,
+            course_version.disagreement(),
+            mismatches.other,
+            mismatches.unknown,
+        ),
+        skipped=skipped,
+        jobs=jobs,
+        sandbox=opts.sandbox,
+        forked_kernels=forked,
+        not_forked=not_forked,
+        phases=phases,  # Worker.phase_times, summed
+        preflight=checked.summary() if checked else "not run" + (" (graded on a cluster)" if opts.scheduler else ""),
+        seconds=time.monotonic() - started,
+        db="postgresql" if opts.db and opts.db.startswith("postgresql") else "sqlite",
+        log="\n".join(line for w in workers for line in w.log),
+    )
     return rows, facts

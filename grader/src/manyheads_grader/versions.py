@@ -108,24 +108,23 @@ def compare(by_student: dict[str, str | None], expected: str) -> Mismatches:
     return found
 
 
-def report_lines(facts: dict, label=lambda student: student) -> list[str]:
+def report_lines(facts, label=lambda student: student) -> list[str]:
     """The report's Markdown section on versions (empty when every student worked on the course's version);
-    ``label`` names a student (name and id)."""
-    info = facts.get("versions")
-    if not info:
+    ``facts`` is the run's :class:`~manyheads_grader.records.RunFacts`; ``label`` names a student (name and id)."""
+    info = facts.versions
+    if info is None:
         return []
-    expected = info["expected"]
-    other, unknown = info["other"], info["unknown"]
-    if not other and not unknown and not info.get("disagreement"):
+    expected, other, unknown = info.expected, info.other, info.unknown
+    if not other and not unknown and not info.disagreement:
         return []
     lines = ["## Versions", ""]
     lines.append(
-        f"The course is at v{expected} (release notebook v{info['release'] or '?'}, grader's package "
-        f"v{info['package']}). No points change: this says who may have seen other instructions or helpers."
+        f"The course is at v{expected} (release notebook v{info.release or '?'}, grader's package "
+        f"v{info.package}). No points change: this says who may have seen other instructions or helpers."
     )
     lines.append("")
-    if info.get("disagreement"):
-        lines += [f"- grader: {info['disagreement']}"]
+    if info.disagreement:
+        lines += [f"- grader: {info.disagreement}"]
     lines += [f"- {label(s)}: worked on v{v}, the course is at v{expected}" for s, v in sorted(other.items())]
     lines += [
         f"- {label(s)}: {UNKNOWN} (no set-up cell with a COURSE_PACKAGE line, no version in the metadata)"
@@ -134,12 +133,12 @@ def report_lines(facts: dict, label=lambda student: student) -> list[str]:
     return lines
 
 
-def version_summary(facts: dict) -> str:
+def version_summary(facts) -> str:
     """A clause for the run's summary line, e.g. "2 on another version, 1 version unknown" ("" when none)."""
-    info = facts.get("versions") or {}
+    info = facts.versions
     parts = []
-    if info.get("other"):
-        parts.append(f"{len(info['other'])} on another version than v{info['expected']}")
-    if info.get("unknown"):
-        parts.append(f"{len(info['unknown'])} {UNKNOWN}")
+    if info is not None and info.other:
+        parts.append(f"{len(info.other)} on another version than v{info.expected}")
+    if info is not None and info.unknown:
+        parts.append(f"{len(info.unknown)} {UNKNOWN}")
     return ", ".join(parts)
