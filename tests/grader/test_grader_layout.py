@@ -63,7 +63,9 @@ def test_the_circle_check_would_catch_a_circle():
 
 def test_the_runner_orchestrates_and_only_the_command_line_imports_it():
     assert {m for m, deps in GRAPH.items() if "runner" in deps} <= {"cli"}
-    assert {"worker", "cluster", "preflight", "gradebook", "notebooks", "own_work", "records"} <= GRAPH["runner"]
+    # the runner wires the stages (issue 36); each stage's module does its own work
+    assert {"checking", "execution", "scoring", "preflight", "gradebook", "records", "worker"} <= GRAPH["runner"]
+    assert {m for m, deps in GRAPH.items() if deps & {"checking", "execution", "scoring"}} <= {"runner", "scoring"}
 
 
 def test_no_module_takes_another_modules_private_name():
@@ -101,3 +103,44 @@ def test_the_grader_imports_no_torch():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
     assert done.stdout.strip() == "[]"
+
+
+# Issue 36, item 2: no function in the grader longer than 60 lines or with more than 6 parameters (self and cls not
+# counted, *args and **kwargs one each). These are the ones still to split; the list may only shrink (the test below
+# fails for an entry that now complies, so that it is removed), and nothing may join it.
+MAX_LINES, MAX_PARAMETERS = 60, 6
+NOT_YET_SPLIT = {
+    "cli.build_parser",
+    "cli.main",
+    "cluster.grade_on_cluster",
+    "lms._fill",
+    "lms.export",
+    "repair.check",
+    "report.write_report",
+    "report.write_html",
+    "sandbox.start_template",
+}
+
+
+def _too_big() -> dict[str, str]:
+    found = {}
+    for module in MODULES:
+        tree = ast.parse((PACKAGE / f"{module}.py").read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            a = node.args
+            params = [*a.posonlyargs, *a.args, *a.kwonlyargs, *filter(None, (a.vararg, a.kwarg))]
+            n = len([p for p in params if p.arg not in ("self", "cls")])
+            lines = node.end_lineno - node.lineno + 1
+            if lines > MAX_LINES or n > MAX_PARAMETERS:
+                found[f"{module}.{node.name}"] = f"{lines} lines, {n} parameters"
+    return found
+
+
+def test_no_function_in_the_grader_is_too_long_or_takes_too_many_parameters():
+    found = _too_big()
+    new = {name: size for name, size in found.items() if name not in NOT_YET_SPLIT}
+    assert new == {}, f"split these (at most {MAX_LINES} lines and {MAX_PARAMETERS} parameters): {new}"
+    done = NOT_YET_SPLIT - set(found)
+    assert not done, f"these now comply: remove them from NOT_YET_SPLIT: {sorted(done)}"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import enum
 import os
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -135,6 +136,21 @@ class RunFacts:
         return float(sum(self.points.values()))
 
 
+@dataclass(frozen=True)
+class Release:
+    """The assignment as the course releases it: the student's notebook, the reference solution, the names of the
+    functions the hidden tests define, and each test's points (in the notebook's order)."""
+
+    notebook: nbformat.NotebookNode
+    solution: nbformat.NotebookNode
+    helpers: frozenset[str]
+    points: dict[str, float]
+
+    @property
+    def test_ids(self) -> list[str]:
+        return list(self.points)
+
+
 def default_jobs() -> int:
     """Jobs by default: one more than the cores. A job alternates between nbgrader and its kernel, each waiting for
     the other, so as many jobs as cores leave the CPU partly idle (benchmarks/grading.py)."""
@@ -157,3 +173,25 @@ class Options:
     preflight: bool = True  # grade the reference answers and a blank release first (preflight.py)
     quiet: bool = False  # no progress lines (progress.py)
     check: bool = False  # only the preflight (``manyheads grade --check``): no submissions, nothing written to OUT
+
+
+@dataclass(frozen=True)
+class Run:
+    """Where one run of ``manyheads grade`` works: the assignment, its options, OUT, the course it grades from, the
+    master copy of that course under ``OUT/.work`` and the gradebook's address; when it started."""
+
+    assignment: str
+    opts: Options
+    out: Path
+    source: Path
+    master: Path
+    db: str
+    started: float
+
+    @property
+    def work(self) -> Path:
+        return self.master.parent
+
+    def seconds(self) -> float:
+        """Seconds since the run started."""
+        return time.monotonic() - self.started
