@@ -17,7 +17,7 @@ from manyheads_grader.nbgrader_command import skip_iri_parsers
 
 skip_iri_parsers()  # before nbformat is imported below: seconds of CPU for a string format no notebook uses
 
-from manyheads_grader import lms, report, versions  # noqa: E402
+from manyheads_grader import lms, report, store, versions  # noqa: E402
 from manyheads_grader import submissions as collect  # noqa: E402
 from manyheads_grader.preflight import PreflightError  # noqa: E402
 from manyheads_grader.records import FEEDBACK_DIR, GradingError, Options, default_jobs  # noqa: E402
@@ -146,6 +146,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"manyheads grade: {exc}", file=sys.stderr)
         return 2
     out = args.out
+    # The class's result is kept (OUT/records/class.json), and every output is made from what was kept: a re-grade
+    # or a rescore can make them again without executing anything.
+    store.write_class(out, rows, facts)
+    rows, facts = store.read_class(out)
     report.write_csv(out / "grades.csv", rows, facts.test_ids)
     report.write_report(out / "report.md", rows, facts)
     lms_lines: list[str] = []
