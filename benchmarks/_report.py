@@ -3,7 +3,7 @@
 Every script takes the same two options (:func:`arguments`, :func:`parse`): ``--quick``, a small run that only
 checks that the script still works (its JSON is named ``<name>_quick.json``, which git ignores, and never replaces a
 committed result), and ``--results DIR``, which writes the JSON into DIR instead of benchmarks/results/.
-tests/course/test_benchmarks_run.py runs every script with both, so a benchmark that stops working fails the tests.
+tests/benchmarks/test_benchmarks_run.py runs every script with both, so a benchmark that stops working fails the tests.
 
 The JSON's meta says where and when: CPU model, date, load average (1, 5, 15 min) when the report was written, since
 a timing taken on a machine shared with other work means little without them.

@@ -36,8 +36,8 @@ def main() -> None:
     args = parse(parser)
     eval_every = 50
     if args.quick:
-        # --quick checks that the script runs (tests/course/test_benchmarks_run.py): the chapter's budget shrunk, the
-        # check still 5x it, over the same number of seeds; its record is written beside the results, never over them.
+        # --quick checks that the script runs (tests/benchmarks/test_benchmarks_run.py): the chapter's budget
+        # shrunk, the check still 5x it, over as many seeds; its record is written beside the results, never over them.
         CHAPTER_STEPS, args.steps, eval_every = 20, 100, 10
     seeds = tuple(range(args.seeds))
     task = mh.TwoRelationTask(vocab_size=32, seq_len=12, offsets=(1, 3))

@@ -55,8 +55,8 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, default=3)
     args = parse(parser)
     if args.quick:
-        # --quick checks that the script runs (tests/course/test_benchmarks_run.py): the chapter's budget shrunk, the
-        # check still 5x it, over the same number of seeds; its record is written beside the results, never over them.
+        # --quick checks that the script runs (tests/benchmarks/test_benchmarks_run.py): the chapter's budget
+        # shrunk, the check still 5x it, over as many seeds; its record is written beside the results, never over them.
         CHAPTER_STEPS, EVAL_EVERY = 20, 10
         FIVE_X, args.steps = 5 * CHAPTER_STEPS, 10 * CHAPTER_STEPS
     seeds = tuple(range(args.seeds))

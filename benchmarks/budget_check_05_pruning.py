@@ -192,8 +192,8 @@ def main() -> None:
     parser.add_argument("--only", choices=("identical", "pairs"))
     args = parse(parser)
     if args.quick:
-        # --quick checks that the script runs (tests/course/test_benchmarks_run.py): the chapter's budget shrunk, the
-        # check still 5x it, over the same number of seeds; its record is written beside the results, never over them.
+        # --quick checks that the script runs (tests/benchmarks/test_benchmarks_run.py): the chapter's budget
+        # shrunk, the check still 5x it, over as many seeds; its record is written beside the results, never over them.
         SYM_STEPS, PAIR_STEPS = 20, 20
     seeds = tuple(range(args.seeds))
     torch.set_num_threads(1)

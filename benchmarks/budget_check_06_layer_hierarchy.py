@@ -134,8 +134,8 @@ def main() -> None:
     parser.add_argument("--cache", type=Path, help="a folder: keep each trained run there, and reuse those found")
     args = parse(parser)
     if args.quick:
-        # --quick checks that the script runs (tests/course/test_benchmarks_run.py): the chapter's budget shrunk, the
-        # check still 5x it, over the same number of seeds; its record is written beside the results, never over them.
+        # --quick checks that the script runs (tests/benchmarks/test_benchmarks_run.py): the chapter's budget
+        # shrunk, the check still 5x it, over as many seeds; its record is written beside the results, never over them.
         CHAPTER_STEPS = 2 * mh.INDUCTION_RECIPE.eval_every
         args.steps = 5 * CHAPTER_STEPS
     seeds = tuple(range(args.seeds))

@@ -113,8 +113,8 @@ def main() -> None:
     parser.add_argument("--rewrite", action="store_true", help="rebuild the record's sentences from its numbers")
     args = parse(parser)
     if args.quick:
-        # --quick checks that the script runs (tests/course/test_benchmarks_run.py): the chapter's budget shrunk, the
-        # check still 5x it, over the same number of seeds; its record is written beside the results, never over them.
+        # --quick checks that the script runs (tests/benchmarks/test_benchmarks_run.py): the chapter's budget
+        # shrunk, the check still 5x it, over as many seeds; its record is written beside the results, never over them.
         CHAPTER_STEPS, EARLY, CHAPTER_PRETRAIN = 20, 10, 40
         args.steps, args.seeds, args.pretrain = 5 * CHAPTER_STEPS, 3, [CHAPTER_PRETRAIN, 5 * CHAPTER_PRETRAIN]
     if args.rewrite:

@@ -2,7 +2,7 @@
 what it measures, the command that produced it, when and on what.
 
 The table sits between two markers in README.md and is made from the files, never typed:
-tests/course/test_benchmarks_run.py fails when it differs from what this script makes.
+tests/benchmarks/test_benchmarks_run.py fails when it differs from what this script makes.
 
 Run: .venv/bin/python tools/benchmark_table.py          # rewrite the table in README.md
 """
