@@ -38,7 +38,7 @@ def main() -> None:
     if args.quick:
         # --quick checks that the script runs (tests/benchmarks/test_benchmarks_run.py): the chapter's budget
         # shrunk, the check still 5x it, over as many seeds; its record is written beside the results, never over them.
-        CHAPTER_STEPS, args.steps, eval_every = 20, 100, 10
+        CHAPTER_STEPS, args.steps, eval_every = 10, 50, 10
     seeds = tuple(range(args.seeds))
     task = mh.TwoRelationTask(vocab_size=32, seq_len=12, offsets=(1, 3))
     config = mh.TrainConfig(steps=args.steps, batch_size=32, lr=1e-2, eval_every=eval_every, eval_size=512)

@@ -105,7 +105,7 @@ def main() -> None:
     if args.quick:
         # --quick checks that the script runs (tests/benchmarks/test_benchmarks_run.py): the chapter's budget
         # shrunk, the check still 5x it, over as many seeds; its record is written beside the results, never over them.
-        CHAPTER_STEPS, args.steps = 20, 100
+        CHAPTER_STEPS, args.steps = 20, 100  # its curves are logged every 20 steps
     seeds = tuple(range(args.seeds))
     task = mh.TwoRelationTask(vocab_size=32, seq_len=12, offsets=(1, 3))
     config = mh.TrainConfig(steps=args.steps, batch_size=32, lr=1e-2, eval_every=20, eval_size=512)

@@ -29,6 +29,7 @@ these inputs; facts §22).
 
 from __future__ import annotations
 
+import concurrent.futures
 import inspect
 import io
 import math
@@ -298,6 +299,10 @@ class BackgroundRuns:
     def done(self) -> bool:
         """Whether every run has finished."""
         return all(f.done() for f in self._futures)
+
+    def wait(self) -> None:
+        """Wait until every run has finished (or failed), without loading them: :meth:`results` does that."""
+        concurrent.futures.wait(self._futures)
 
     def results(self) -> list[InductionRun]:
         """The finished runs, in the order of the jobs (waits for those still training; re-raises a worker's error)."""
