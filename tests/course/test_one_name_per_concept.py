@@ -59,7 +59,9 @@ def test_integrity_names_only_the_flags_a_human_reviews():
     # downloaded file's checksum (assets/vendor.*); never the own-work rule or the repairs.
     found = []
     for name in _tracked_text_files():
-        if name.startswith(("assets/vendor", "CHANGELOG.md")) or not name.endswith((".py", ".md", ".toml", ".yml")):
+        if name.startswith(("assets/vendor", "CHANGELOG.md")) or name == "tests/course/test_one_name_per_concept.py":
+            continue  # checksums of downloads, history, and this test
+        if not name.endswith((".py", ".md", ".toml", ".yml")):
             continue
         text = (REPO.root / name).read_text(encoding="utf-8")
         for number, line in enumerate(text.splitlines(), 1):
