@@ -112,7 +112,8 @@ def report(name: str, columns: list[str], rows: list[dict], meta: dict | None = 
         "cpu": cpu_model(),
         "load_average": [round(x, 2) for x in os.getloadavg()],
     }
-    path.write_text(json.dumps({"benchmark": name, "meta": meta, "rows": rows}, indent=2) + "\n")
+    # default=str: a setting such as --results DIR (a Path) is written as its text
+    path.write_text(json.dumps({"benchmark": name, "meta": meta, "rows": rows}, indent=2, default=str) + "\n")
     print(f"\nwrote {path}")
     return path
 

@@ -36,6 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 GAP = 0.05  # accuracy: "about the same" within it, "higher" beyond it
 CLEAR = 0.01  # accuracy: a pair's extra cost that counts as more than nothing
 SYM_STEPS, PAIR_STEPS, FACTOR = 200, 300, 5
+N_BOOT = 200  # bootstrap resamples of the pairs' intervals, as in the chapter
 TOY = mh.TwoRelationTask(vocab_size=16, seq_len=12, offsets=(1, 3))
 
 
@@ -123,10 +124,10 @@ def pairs_for(steps: int, seed: int) -> dict:
         return mh.ModelTask(run.model.eval(), tokens, targets, accuracy, toy_loss, name=name)
 
     scored, ranking = task(7, "toy"), task(8, "toy (for ranking)")
-    singles = mh.ablation_map(scored, "zero", n_boot=200)
+    singles = mh.ablation_map(scored, "zero", n_boot=N_BOOT)
     cost = singles.delta.abs().flatten()
     quiet = [divmod(int(i), 8) for i in torch.argsort(cost)[:4]]
-    joint = mh.joint_ablation(scored, list(itertools.combinations(quiet, 2)), n_boot=200)
+    joint = mh.joint_ablation(scored, list(itertools.combinations(quiet, 2)), n_boot=N_BOOT)
     below = (joint.high < 0).tolist()
     clear = [bool(b and d < -CLEAR) for b, d in zip(below, joint.interaction.tolist())]
     curves = {
@@ -186,7 +187,7 @@ def quiet_pairs(seeds: tuple[int, ...]) -> mh.BudgetCheck:
 
 
 def main() -> None:
-    global SYM_STEPS, PAIR_STEPS
+    global SYM_STEPS, PAIR_STEPS, N_BOOT
     parser = arguments(__doc__)
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--only", choices=("identical", "pairs"))
@@ -194,7 +195,7 @@ def main() -> None:
     if args.quick:
         # --quick checks that the script runs (tests/benchmarks/test_benchmarks_run.py): the chapter's budget
         # shrunk, the check still 5x it, over as many seeds; its record is written beside the results, never over them.
-        SYM_STEPS, PAIR_STEPS = 20, 20
+        SYM_STEPS, PAIR_STEPS, N_BOOT = 10, 10, 20
     seeds = tuple(range(args.seeds))
     torch.set_num_threads(1)
     makers = {"identical": identical_heads, "pairs": quiet_pairs}

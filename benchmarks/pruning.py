@@ -58,8 +58,8 @@ def main() -> None:
     parser.add_argument("--only-lm", action="store_true", help="only SmolLM2's curves (the ones chapter 5 shows)")
     args = parse(parser)
     if args.quick:
-        args.eval, args.fit, args.seeds, args.lee_tokens, args.step, args.loo_every = 32, 128, 2, 24, 0.25, 2
-        args.lm_tokens, args.lm_rank_windows = 16, 2
+        args.eval, args.fit, args.seeds, args.lee_tokens, args.step, args.loo_every = 16, 32, 1, 8, 0.5, 1
+        args.lm_tokens, args.lm_rank_windows = 8, 1
     torch.manual_seed(0)
     plan = [] if args.only_lm else minilm_plan(args)
     decoder, decoder_tokenizer = mh.load_decoder()
@@ -96,13 +96,14 @@ def minilm_plan(args) -> list:
 
 
 def run(plan, args) -> None:
+    n_boot = 50 if args.quick else 1000  # bootstrap resamples of every interval
     rows = []
     minilm_maps = {}
     for task, ranked_on, with_loo in plan:
         start = time.perf_counter()
         if with_loo:
             minilm_maps.update(
-                {(task.name, mode): P.ablation_map(task, mode, n_boot=1000) for mode in ("zero", "mean")}
+                {(task.name, mode): P.ablation_map(task, mode, n_boot=n_boot) for mode in ("zero", "mean")}
             )
         scored: dict = {}
         curves = {
@@ -143,7 +144,7 @@ def run(plan, args) -> None:
                     "pruned_at_10pct_of_gap": _mean([P.prunable_fraction(c, 0.10, floor=c.floor) for c in runs]),
                     "pruned_at_10pct_of_score": _mean([P.prunable_fraction(c, 0.10) for c in runs]),
                     "gap10_interval": (
-                        list(P.prunable_interval(task, runs[0], 0.10, n_boot=1000)) if runs[0].outputs else None
+                        list(P.prunable_interval(task, runs[0], 0.10, n_boot=n_boot)) if runs[0].outputs else None
                     ),
                     "curve": [[f, s] for c in runs for f, s in zip(c.fractions, c.scores)],
                     "task_seconds": seconds,
