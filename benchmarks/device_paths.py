@@ -236,7 +236,7 @@ def main() -> None:
     parser = arguments(__doc__)
     parser.add_argument("--threads", type=int, default=2, help="torch CPU threads (default 2)")
     args = parse(parser)
-    torch.set_num_threads(args.threads)
+    torch.set_num_threads(1 if args.quick else args.threads)  # a quick run shares the machine with other work
     size = SMALL if args.quick else FULL
     gpu = torch.device("cuda") if torch.cuda.is_available() else None
     if gpu is None:
