@@ -24,7 +24,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("chapter", type=Path)
     parser.add_argument("--reuse", action="store_true", help="check the last executed copy again")
-    parser.add_argument("--timeout", type=int, default=600, help="seconds per cell (the book's limit)")
+    parser.add_argument("--timeout", type=int, default=300, help="seconds per cell (the book's limit)")
     args = parser.parse_args(argv)
 
     import nbformat

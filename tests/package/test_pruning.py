@@ -14,7 +14,7 @@ from helpers.tolerances import float32_tolerance
 
 from manyheads import analysis as P
 from manyheads import interventions as iv
-from manyheads.analysis.pruning_tasks import _without
+from manyheads.analysis.pruning_tasks import without_head
 from manyheads.data import TwoRelationTask
 from manyheads.models import TinyAttentionModel
 from manyheads.models.attention_only import AttentionOnlyTransformer
@@ -196,7 +196,7 @@ def test_reusing_the_lower_layers_gives_the_full_runs_outputs(encoder_task, mode
     fast = task.outputs_each_removed(gates, heads, mode=mode, means=means)
     for head, got in zip(heads, fast):
         if mode == "zero":
-            expected = task.outputs(_without(gates, head))
+            expected = task.outputs(without_head(gates, head))
         else:
             with iv.ablated(task.model, head, mode="mean", means=means):
                 expected = task.outputs(gates)
@@ -207,7 +207,7 @@ def test_reusing_the_lower_layers_gives_the_full_runs_outputs(encoder_task, mode
 
 def test_the_vectorised_bootstrap_equals_the_plain_metric(encoder_task):
     task = encoder_task
-    outputs = [task.outputs(task.ones()), task.outputs(_without(task.ones(), (2, 1)))]
+    outputs = [task.outputs(task.ones()), task.outputs(without_head(task.ones(), (2, 1)))]
     resamples = [
         torch.randint(task.n_items, (task.n_items,), generator=torch.Generator().manual_seed(s)) for s in range(6)
     ]
@@ -259,7 +259,7 @@ def test_the_sentiment_probe_is_fitted_once_and_stays_fixed(sentiment):
 def test_ablation_map_deltas_intervals_and_loo(lee):
     zero = P.ablation_map(lee, "zero", n_boot=50, seed=0)
     assert zero.delta.shape == (3, 4) and zero.base == pytest.approx(lee.score(lee.ones()))
-    assert zero.delta[1, 2] == pytest.approx(lee.score(_without(lee.ones(), (1, 2))) - zero.base, abs=1e-6)
+    assert zero.delta[1, 2] == pytest.approx(lee.score(without_head(lee.ones(), (1, 2))) - zero.base, abs=1e-6)
     assert bool((zero.low <= zero.high).all())
     loo = P.head_importance(lee, "loo")
     assert torch.allclose(loo, zero.loss_delta, atol=1e-6), "leave-one-out importance is the zero map's loss change"

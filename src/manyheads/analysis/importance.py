@@ -10,7 +10,7 @@ import torch
 from torch import Tensor
 
 from manyheads import interventions
-from manyheads.analysis.pruning_tasks import EncoderTask, ModelTask, PruningTask, _alive
+from manyheads.analysis.pruning_tasks import EncoderTask, ModelTask, PruningTask, alive_heads
 
 __all__ = ["head_importance", "self_distillation_gradient"]
 
@@ -46,7 +46,7 @@ def head_importance(
         if normalize_layers:
             scores = scores / scores.norm(dim=1, keepdim=True).clamp_min(1e-30)
     else:
-        heads = _alive(gates)
+        heads = alive_heads(gates)
         base = float(task.loss_of(task.outputs(gates)))
         scores = torch.zeros(task.grid)
         for head, out in zip(heads, task.outputs_each_removed(gates, heads)):

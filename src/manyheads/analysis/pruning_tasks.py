@@ -21,7 +21,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from manyheads import interventions
-from manyheads.analysis.scoring import _weighted_ranks, _weighted_row_ranks, correlation_loss, fit_ridge, spearman
+from manyheads.analysis.scoring import correlation_loss, fit_ridge, spearman, weighted_ranks, weighted_row_ranks
 from manyheads.attention import padding_mask
 
 __all__ = ["PruningTask", "ModelTask", "EncoderTask", "lee_similarity_task", "sentiment_probe_task", "next_token_task"]
@@ -80,7 +80,7 @@ class PruningTask:
         results = []
         for head in heads:
             if mode == "zero":
-                results.append(self.outputs(_without(gates, head)))
+                results.append(self.outputs(without_head(gates, head)))
             else:
                 with interventions.ablated(self.model, head, mode="mean", means=means):
                     results.append(self.outputs(gates))
@@ -91,13 +91,13 @@ class PruningTask:
         raise NotImplementedError
 
 
-def _without(gates: Tensor, head: tuple[int, int]) -> Tensor:
+def without_head(gates: Tensor, head: tuple[int, int]) -> Tensor:
     gates = gates.clone()
     gates[head] = 0.0
     return gates
 
 
-def _alive(gates: Tensor) -> list[tuple[int, int]]:
+def alive_heads(gates: Tensor) -> list[tuple[int, int]]:
     return [tuple(p) for p in (gates != 0).nonzero().tolist()]
 
 
@@ -336,8 +336,8 @@ class _LeeTask(EncoderTask):
             weight = draws[i_all] * draws[j_all]
             present = weight > 0
             w = weight[present]
-            human = _weighted_ranks(human_all[present], w)
-            model = _weighted_row_ranks(stacked[:, present], w)
+            human = weighted_ranks(human_all[present], w)
+            model = weighted_row_ranks(stacked[:, present], w)
             total = w.sum()
             human = human - (w * human).sum() / total
             model = model - (model * w).sum(1, keepdim=True) / total

@@ -23,7 +23,7 @@ def _ranks(x: Tensor) -> Tensor:
     return ranks
 
 
-def _weighted_ranks(x: Tensor, weight: Tensor) -> Tensor:
+def weighted_ranks(x: Tensor, weight: Tensor) -> Tensor:
     """Average ranks of a 1-D tensor whose entry k stands for weight[k] equal copies (ties share their mean rank)."""
     order = torch.argsort(x, stable=True)
     _, inverse, _ = torch.unique_consecutive(x[order], return_inverse=True, return_counts=True)
@@ -34,8 +34,8 @@ def _weighted_ranks(x: Tensor, weight: Tensor) -> Tensor:
     return ranks
 
 
-def _weighted_row_ranks(x: Tensor, weight: Tensor) -> Tensor:
-    """_weighted_ranks of each row of x (rows, n), for continuous values (no ties between different entries)."""
+def weighted_row_ranks(x: Tensor, weight: Tensor) -> Tensor:
+    """weighted_ranks of each row of x (rows, n), for continuous values (no ties between different entries)."""
     order = torch.argsort(x, dim=1)
     w = weight[order]
     return torch.empty_like(x, dtype=torch.float64).scatter_(1, order, torch.cumsum(w, 1) - w + (w + 1) / 2)
