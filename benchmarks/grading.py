@@ -46,8 +46,8 @@ import nbformat  # noqa: E402
 import unprivileged  # noqa: E402
 from _report import arguments, cpu_model, parse, report  # noqa: E402
 
-from manyheads_grader import report as grades  # noqa: E402
-from manyheads_grader import sandbox  # noqa: E402
+from manyheads_grader.execution import sandbox  # noqa: E402
+from manyheads_grader.output import report as grades  # noqa: E402
 from manyheads_grader.records import default_jobs  # noqa: E402
 
 EX1 = corpus.EX1
@@ -180,7 +180,7 @@ def kernel_lives(kind: str, work: Path, k: int) -> dict[str, float]:
 
     from jupyter_client.manager import AsyncKernelManager
 
-    from manyheads_grader.kernel_client import PromptKernelManager
+    from manyheads_grader.execution.kernel_client import PromptKernelManager
 
     _, kernel, manager = KERNEL_KINDS[kind]
     manager_class = PromptKernelManager if manager == "prompt" else AsyncKernelManager

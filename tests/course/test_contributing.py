@@ -30,7 +30,7 @@ def test_the_picture_names_every_part_of_both_packages():
     assert [n for n in course if n.removesuffix(".py") not in PICTURE] == []
     grader = sorted(
         p.stem
-        for p in (REPO.root / "grader" / "src" / "manyheads_grader").glob("*.py")
+        for p in (REPO.root / "grader" / "src" / "manyheads_grader").rglob("*.py")
         if p.stem not in ("__init__", "__main__")
     )
     assert [n for n in grader if not re.search(rf"\b{n}\b", PICTURE)] == []

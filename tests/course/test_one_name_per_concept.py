@@ -17,10 +17,10 @@ ALLOWED = {
     # The changelog is history: it records the rename.
     ("CHANGELOG.md", ""),
     # The grader flags student code that reaches for the guard, by the names a notebook of any release may use.
-    ("grader/src/manyheads_grader/own_work.py", "DelegationError|OwnWorkError"),
-    ("grader/src/manyheads_grader/own_work.py", "(delegation, DelegationError)"),
+    ("grader/src/manyheads_grader/review/own_work.py", "DelegationError|OwnWorkError"),
+    ("grader/src/manyheads_grader/review/own_work.py", "(delegation, DelegationError)"),
     # The error's old name in the outputs of a notebook a student ran with a release before 0.8.0.
-    ("grader/src/manyheads_grader/review_flags.py", '"DelegationError",  # the same error'),
+    ("grader/src/manyheads_grader/review/flags.py", '"DelegationError",  # the same error'),
     # This test, which looks for the old name.
     ("tests/course/test_one_name_per_concept.py", ""),
 }

@@ -22,7 +22,7 @@ from nbclient import NotebookClient
 import manyheads as mh
 from manyheads.course.exercises import EXERCISES, Exercise
 from manyheads.course.layout import REPO
-from manyheads_grader.sandbox import PLAIN_KERNEL_NAME
+from manyheads_grader.execution.sandbox import PLAIN_KERNEL_NAME
 
 pytestmark = pytest.mark.slow
 

@@ -21,7 +21,9 @@ from helpers.nbgrader_course import run_nbgrader
 
 import manyheads.checks.single_head_bottleneck as ex1_checks
 from manyheads.attention import scaled_dot_product_attention
-from manyheads_grader import cli, feedback, report, sandbox
+from manyheads_grader import cli
+from manyheads_grader.execution import sandbox
+from manyheads_grader.output import feedback, report
 
 EX1 = corpus.EX1
 SOURCE = nbformat.read(corpus.SOURCE, as_version=4)

@@ -9,23 +9,36 @@ from pathlib import Path
 import manyheads_grader
 
 PACKAGE = Path(manyheads_grader.__file__).parent
-MODULES = sorted(p.stem for p in PACKAGE.glob("*.py") if p.stem not in ("__init__", "__main__"))
+# Every module by its dotted name under the package ("runner", "execution.sandbox"); a folder's __init__ holds only
+# its docstring.
+MODULES = sorted(
+    ".".join(p.relative_to(PACKAGE).with_suffix("").parts)
+    for p in PACKAGE.rglob("*.py")
+    if p.stem not in ("__init__", "__main__")
+)
+FOLDERS = sorted({m.rpartition(".")[0] for m in MODULES} - {""})
+
+
+def _source(module: str) -> str:
+    return (PACKAGE / f"{module.replace('.', '/')}.py").read_text(encoding="utf-8")
 
 
 def _imports(module: str) -> dict[str, set[str]]:
     """{grader module imported (anywhere in the file, also inside functions): names taken from it}."""
-    tree = ast.parse((PACKAGE / f"{module}.py").read_text(encoding="utf-8"))
     found: dict[str, set[str]] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module == "manyheads_grader":
+    for node in ast.walk(ast.parse(_source(module))):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("manyheads_grader"):
+            base = node.module.removeprefix("manyheads_grader").lstrip(".")
             for alias in node.names:
-                found.setdefault(alias.name, set())
-        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("manyheads_grader."):
-            found.setdefault(node.module.split(".")[1], set()).update(a.name for a in node.names)
+                name = f"{base}.{alias.name}" if base else alias.name
+                if name in MODULES:  # a module taken from its folder: from manyheads_grader.execution import sandbox
+                    found.setdefault(name, set())
+                else:  # a name taken from a module
+                    found.setdefault(base, set()).add(alias.name)
         elif isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.name.startswith("manyheads_grader."):
-                    found.setdefault(alias.name.split(".")[1], set())
+                    found.setdefault(alias.name.removeprefix("manyheads_grader."), set())
     return found
 
 
@@ -61,32 +74,52 @@ def test_the_circle_check_would_catch_a_circle():
     assert _cycle({"runner": {"cluster", "worker"}, "cluster": {"worker"}, "worker": set()}) is None
 
 
+STAGES = ("submissions", "review.checking", "execution.executing", "scoring", "review.reviewing")
+
+
 def test_the_runner_orchestrates_and_only_the_command_line_imports_it():
     assert {m for m, deps in GRAPH.items() if "runner" in deps} <= {"cli"}
-    # the runner wires the stages (issue 36); each stage's module does its own work
-    assert {"checking", "execution", "scoring", "preflight", "gradebook", "records", "worker"} <= GRAPH["runner"]
-    assert {m for m, deps in GRAPH.items() if deps & {"checking", "execution", "scoring"}} <= {"runner", "scoring"}
+    # the runner wires the stages (issue 36); each stage's module does its own work, and none calls another stage
+    assert {*STAGES[1:], "execution.preflight", "output.gradebook", "records", "execution.worker"} <= GRAPH["runner"]
+    stage_users = {m: deps & set(STAGES) for m, deps in GRAPH.items() if deps & set(STAGES)}
+    assert set(stage_users) <= {"runner", "scoring", "review.checking", "cli"}, stage_users
+    assert stage_users.get("review.checking", set()) <= {"submissions"}  # found feeds checked
+    assert stage_users.get("scoring", set()) <= {"execution.executing"}  # its record type only
+    assert stage_users.get("cli", set()) <= {"submissions"}  # CollectError, for the message
+
+
+def test_the_folders_show_the_pipeline():
+    """Issue 36, item 3: the stages' machinery in folders of their own; at the top only the command line, the runner,
+    the records and their store, notebook reading, and the stages that need no folder (found, scored)."""
+    assert FOLDERS == ["execution", "nbgrader", "output", "output.lms", "review"]
+    top = {m for m in MODULES if "." not in m}
+    assert top == {"cli", "runner", "records", "store", "notebooks", "submissions", "scoring"}
+    for folder in FOLDERS:  # every folder says what it holds, by the names it holds
+        doc = ast.get_docstring(ast.parse((PACKAGE / folder.replace(".", "/") / "__init__.py").read_text()))
+        held = {m.rpartition(".")[2] for m in MODULES if m.rpartition(".")[0] == folder}
+        assert doc and all(f"``{name}``" in doc for name in held), (folder, held)
 
 
 def test_no_module_takes_another_modules_private_name():
     crossing = {m: sorted(n for names in _imports(m).values() for n in names if n.startswith("_")) for m in MODULES}
     assert {m: n for m, n in crossing.items() if n} == {}
     for module in MODULES:  # nor reaches one through the module: other._name
-        tree = ast.parse((PACKAGE / f"{module}.py").read_text(encoding="utf-8"))
+        tree = ast.parse(_source(module))
+        leaves = {m.rpartition(".")[2] for m in MODULES} | {"review_flags", "kernel_template", "grades"}
         used = {
             f"{node.value.id}.{node.attr}"
             for node in ast.walk(tree)
             if isinstance(node, ast.Attribute)
             and isinstance(node.value, ast.Name)
-            and node.value.id in MODULES
+            and node.value.id in leaves
             and node.attr.startswith("_")
         }
         assert used == set(), (module, used)
 
 
 def test_notebook_reading_lives_in_one_module_imported_at_the_top():
-    for module in ("repair", "review_flags"):
-        tree = ast.parse((PACKAGE / f"{module}.py").read_text(encoding="utf-8"))
+    for module in ("review.repair", "review.flags"):
+        tree = ast.parse(_source(module))
         top = {n.module for n in tree.body if isinstance(n, ast.ImportFrom)}
         assert "manyheads_grader.notebooks" in top, module
 
@@ -98,7 +131,7 @@ def test_the_grader_imports_no_torch():
     import sys
 
     code = (
-        "import sys, manyheads_grader.cli, manyheads_grader.runner, manyheads_grader.cluster; "
+        "import sys, manyheads_grader.cli, manyheads_grader.runner, manyheads_grader.execution.cluster; "
         "print(sorted(m for m in ('torch', 'numpy', 'matplotlib') if m in sys.modules))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
@@ -112,21 +145,17 @@ MAX_LINES, MAX_PARAMETERS = 60, 6
 NOT_YET_SPLIT = {
     "cli.build_parser",
     "cli.main",
-    "cluster.grade_on_cluster",
-    "lms._fill",
-    "lms.export",
-    "repair.check",
-    "report.write_report",
-    "report.write_html",
-    "sandbox.start_template",
+    "execution.cluster.grade_on_cluster",
+    "review.repair.check",
+    "output.report.write_report",
+    "execution.sandbox.start_template",
 }
 
 
 def _too_big() -> dict[str, str]:
     found = {}
     for module in MODULES:
-        tree = ast.parse((PACKAGE / f"{module}.py").read_text(encoding="utf-8"))
-        for node in ast.walk(tree):
+        for node in ast.walk(ast.parse(_source(module))):
             if not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
                 continue
             a = node.args

@@ -23,9 +23,11 @@ from helpers import grading_corpus as corpus
 from helpers import unprivileged
 from helpers.grading_corpus import run_grade
 
-from manyheads_grader import repair, report, sandbox
 from manyheads_grader import submissions as collect
-from manyheads_grader.gradebook import normalise_db
+from manyheads_grader.execution import sandbox
+from manyheads_grader.output import report
+from manyheads_grader.output.gradebook import normalise_db
+from manyheads_grader.review import repair
 
 EX1 = corpus.EX1
 
@@ -249,7 +251,7 @@ from pathlib import Path
 import nbformat
 from jupyter_client import KernelManager
 from nbclient import NotebookClient
-from manyheads_grader import sandbox
+from manyheads_grader.execution import sandbox
 
 folder = Path(sys.argv[1])
 assert os.geteuid() != 0

@@ -11,7 +11,9 @@ import nbformat
 import pytest
 from helpers import grading_corpus as corpus
 
-from manyheads_grader import budget, report, runner, sandbox
+from manyheads_grader import runner
+from manyheads_grader.execution import budget, sandbox
+from manyheads_grader.output import report
 
 LOOPS = "def softmax(scores):\n    while True:\n        pass"
 
@@ -27,7 +29,7 @@ def test_budgeted_execute_replaces_nbgrader_s_execute_and_nothing_else(tmp_path)
     assert text.count(budget._BEGIN) == 1
     names = eval(text.split("c.Autograde.autograde_preprocessors = ", 1)[1].splitlines()[0])
     default = Autograde.class_traits()["autograde_preprocessors"].default()
-    assert len(names) == len(default) and names[0] == "manyheads_grader.budget.BudgetedExecute"
+    assert len(names) == len(default) and names[0] == "manyheads_grader.execution.budget.BudgetedExecute"
     assert [n.rsplit(".", 1)[1] for n in names[1:]] == [c.__name__ for c in default[1:]]
 
 

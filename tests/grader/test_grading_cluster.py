@@ -13,7 +13,9 @@ import distributed  # requirements.txt pins it (the extra manyheads[cluster]): m
 import pytest
 from helpers import grading_corpus as corpus
 
-from manyheads_grader import cli, cluster, gradebook, runner, sandbox
+from manyheads_grader import cli, runner
+from manyheads_grader.execution import cluster, sandbox
+from manyheads_grader.output import gradebook
 from manyheads_grader.records import texts
 
 EX1 = corpus.EX1

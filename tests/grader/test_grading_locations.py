@@ -24,7 +24,8 @@ import pytest
 from helpers import grading_corpus as corpus
 from helpers.relocated import Relocated
 
-from manyheads_grader import report, sandbox
+from manyheads_grader.execution import sandbox
+from manyheads_grader.output import report
 
 AS_ROOT = pytest.mark.skipif(os.geteuid() != 0, reason="binds the clone in a private mount namespace (root)")
 
@@ -90,7 +91,7 @@ def test_a_class_is_graded_with_forked_kernels_wherever_the_clone_sits(location)
 
 def test_the_forked_kernel_puts_back_what_the_sandbox_bound_under_tmp():
     """kernel_template.mounts_under: the outermost mounts inside /tmp, read-only or not, spaces unescaped."""
-    from manyheads_grader.kernel_fork import mounts_under
+    from manyheads_grader.execution.kernel_fork import mounts_under
 
     info = "\n".join(
         [

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from helpers import grading_corpus as corpus
 
-from manyheads_grader import preflight, sandbox
+from manyheads_grader.execution import preflight, sandbox
 
 TORCH_MISSING = "ModuleNotFoundError: No module named 'torch'"
 

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from helpers import grading_corpus as corpus
 
-from manyheads_grader import report, sandbox
+from manyheads_grader.execution import sandbox
+from manyheads_grader.output import report
 
 # Each student starts three sleepers that try to outlive the kernel: a plain background child, one in a session of
 # its own, and one double-forked into a new session (its parent exits at once, so it is nobody's child).

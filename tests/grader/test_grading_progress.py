@@ -11,7 +11,7 @@ import nbformat
 import pytest
 from helpers import grading_corpus as corpus
 
-from manyheads_grader import progress
+from manyheads_grader.output import progress
 from manyheads_grader.records import Row
 
 LINE = re.compile(r"^\[\s*(\d+)/(\d+)\] (\S+)(?: \(([^)]*)\))?: (.*?) in (\d+\.\d) s(?: \((.*)\))?(?:; (.*))?$")

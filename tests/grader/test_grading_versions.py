@@ -10,8 +10,9 @@ import pytest
 from helpers import grading_corpus as corpus
 
 import manyheads
-from manyheads_grader import report, versions
+from manyheads_grader.output import report
 from manyheads_grader.records import Row, RunFacts, VersionFacts
+from manyheads_grader.review import versions
 
 
 def with_version(nb, version: str):

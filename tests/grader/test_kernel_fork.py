@@ -1,4 +1,4 @@
-"""The template process a grading worker forks its kernels from (manyheads_grader.kernel_fork): one
+"""The template process a grading worker forks its kernels from (manyheads_grader.execution.kernel_fork): one
 student's kernel leaves nothing to the next and cannot touch the template; without a template, kernels still start."""
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ import pytest
 from helpers import grading_corpus as corpus
 from helpers.grading_corpus import EX1, run_grade
 
-from manyheads_grader import report, sandbox
+from manyheads_grader.execution import sandbox
+from manyheads_grader.output import report
 
 pytestmark = [
     pytest.mark.slow,

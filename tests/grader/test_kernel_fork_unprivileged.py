@@ -1,5 +1,6 @@
 """Forked kernels for a grader who is not root (issue 26, item 5): the guarantees test_kernel_fork.py checks as root,
-checked for an ordinary user, whose template and kernels share one uid (manyheads_grader.kernel_fork, ``--userns``).
+checked for an ordinary user, whose template and kernels share one uid (``execution.kernel_fork``,
+``--userns``).
 
 One class of two, graded by an ordinary user with one job: one template forks the preflight's two kernels, then the
 students'. Each student first looks at what an earlier kernel left (home, /tmp, the runtime folder, processes), reads
@@ -27,7 +28,8 @@ from helpers import grading_corpus as corpus
 from helpers import unprivileged
 from helpers.grading_corpus import EX1
 
-from manyheads_grader import report, sandbox
+from manyheads_grader.execution import sandbox
+from manyheads_grader.output import report
 from manyheads_grader.records import RunFacts
 
 pytestmark = pytest.mark.slow
@@ -170,8 +172,8 @@ def test_the_template_cannot_be_killed_read_or_replaced(graded_by_an_ordinary_us
 def test_when_no_kernel_could_be_forked_the_report_says_why_in_one_line(tmp_path):
     """Fast: a template that dies at start-up (here: user namespaces refused) gives the worker a one-line reason, and
     report.md prints it beside the count."""
+    from manyheads_grader.execution.worker import Worker
     from manyheads_grader.records import Row
-    from manyheads_grader.worker import Worker
 
     worker = Worker.__new__(Worker)
     worker.template_failure = ""

@@ -19,8 +19,8 @@ import pytest
 from helpers import grading_corpus as corpus
 from helpers.grading_corpus import run_grade
 
-from manyheads_grader import lms
 from manyheads_grader import submissions as collect
+from manyheads_grader.output import lms
 from manyheads_grader.records import RunFacts
 
 EX1 = corpus.EX1
@@ -441,3 +441,16 @@ def test_grade_a_canvas_zip_fills_the_gradebook_and_names_feedback_for_upload(tm
     report_md = (out / "report.md").read_text(encoding="utf-8")
     assert "## LMS: Canvas" in report_md and "| 34567 | müllerzoë |" in report_md
     assert "Canvas marked it late" in report_md  # Bob's LATE flag is kept for a human
+
+
+def test_every_lms_is_one_module_with_the_same_functions():
+    """Issue 36, item 3: what is particular to one LMS lives in its module, and each module answers the same
+    questions (so a new LMS is one module added to ``download.FORMATS``, and none is half done)."""
+    from manyheads_grader.output.lms import download
+
+    needed = {"NAME", "LABEL", "SHAPE", "EXPORT_HOW", "read_name", "zip_hint", "grades_table", "template"}
+    needed |= {"row_notes", "other_row_notes", "feedback_name"}
+    assert set(download.FORMATS) == {"canvas", "moodle", "blackboard", "generic"}
+    for name, module in download.FORMATS.items():
+        assert needed <= set(vars(module)), (name, needed - set(vars(module)))
+        assert module.NAME == name and module.__name__.endswith(f".lms.{name}")

@@ -20,9 +20,10 @@ from helpers import grading_corpus as corpus
 from traitlets import Type
 
 from manyheads.course.layout import REPO
-from manyheads_grader import kernel_client, nbgrader_inprocess
-from manyheads_grader.nbgrader_command import child_env, nbgrader
-from manyheads_grader.nbgrader_session import Session
+from manyheads_grader.execution import kernel_client
+from manyheads_grader.nbgrader import inprocess as nbgrader_inprocess
+from manyheads_grader.nbgrader.command import child_env, nbgrader
+from manyheads_grader.nbgrader.session import Session
 
 EX1 = corpus.EX1
 
@@ -139,7 +140,7 @@ def test_cell_metadata_is_validated_as_jsonschema_validate_does():
 def test_the_replacements_are_installed_in_nbgraders_process(tmp_path):
     """A session's process and the command line both run nbgrader with them (the stamp of a new gradebook)."""
     code = (
-        "from manyheads_grader.nbgrader_inprocess import speed_up, alembic_head; speed_up(); "
+        "from manyheads_grader.nbgrader.inprocess import speed_up, alembic_head; speed_up(); "
         "import nbgrader.api, nbgrader.nbgraderformat.common as c; "
         "assert nbgrader.api.get_alembic_version is alembic_head; assert type(c.jsonschema).__name__ != 'module'"
     )
@@ -207,8 +208,8 @@ def test_the_idle_that_ends_the_wait_is_the_answered_requests():
 
 def test_the_workers_nbgrader_uses_the_prompt_kernel_manager(tmp_path):
     """Every nbgrader command of a worker names the class, and it is importable where nbgrader runs."""
+    from manyheads_grader.execution.worker import Worker
     from manyheads_grader.records import Options
-    from manyheads_grader.worker import Worker
 
     worker = Worker(0, None, tmp_path, EX1, "sqlite:///unused.db", Options(sandbox=False))
     try:

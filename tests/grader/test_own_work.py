@@ -1,7 +1,7 @@
-"""The own-work rule (its guard, manyheads.checks.own_work; its evidence, manyheads_grader.own_work): an answer that
-hands its part to the course's own implementation is refused by every route a student can take to it, in the grading
-kernel and in the visible checks, while the package's own use of those functions and the student's legitimate use of
-the package keep working.
+"""The own-work rule (its guard, manyheads.checks.own_work; its evidence, manyheads_grader.review.own_work): an answer
+that hands its part to the course's own implementation is refused by every route a student can take to it, in the
+grading kernel and in the visible checks, while the package's own use of those functions and the student's legitimate
+use of the package keep working.
 
 The grading-time rule lasts for the whole interpreter, so those cases run in a fresh one (one per exercise, every
 route in it); the visible checks' rule lasts only while a check runs, so those run here.
@@ -22,7 +22,7 @@ from manyheads.checks import own_work as guard
 from manyheads.checks.own_work import OwnWorkError
 from manyheads.course.exercises import EXERCISES
 from manyheads.course.layout import REPO_ROOT
-from manyheads_grader import own_work as evidence
+from manyheads_grader.review import own_work as evidence
 
 # Each route defines the answer the way a student might; "refused" routes must raise OwnWorkError when the
 # hidden test calls the answer, "allowed" ones must return the right result.
@@ -450,7 +450,8 @@ def test_the_grader_reports_zeroed_parts_and_open_routes_from_the_students_cells
     import nbformat
 
     from manyheads.course.layout import CourseLayout
-    from manyheads_grader import notebooks, own_work, records
+    from manyheads_grader import notebooks, records
+    from manyheads_grader.review import own_work
 
     source = nbformat.read(CourseLayout(REPO_ROOT).solution("01_single_head_bottleneck"), as_version=4)
     helpers = notebooks.hidden_helpers(source)
@@ -480,7 +481,7 @@ def test_the_grader_reports_zeroed_parts_and_open_routes_from_the_students_cells
 def test_the_command_applies_the_rule_without_the_sandbox_too(tmp_path):
     from helpers import grading_corpus as corpus
 
-    from manyheads_grader import report
+    from manyheads_grader.output import report
 
     subs = tmp_path / "subs"
     for student, nb in (

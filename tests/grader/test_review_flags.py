@@ -9,10 +9,10 @@ import nbformat
 import pytest
 from helpers import grading_corpus as corpus
 
-from manyheads_grader import repair, sandbox
-from manyheads_grader import review_flags as flags
+from manyheads_grader.execution import sandbox
 from manyheads_grader.notebooks import student_cells
 from manyheads_grader.records import Options, texts
+from manyheads_grader.review import flags, repair
 from manyheads_grader.runner import grade
 
 EX1 = corpus.EX1

@@ -8,7 +8,8 @@ import json
 
 import pytest
 
-from manyheads_grader import report, store
+from manyheads_grader import store
+from manyheads_grader.output import report
 from manyheads_grader.records import Problem, ProblemKind, Row, RunFacts, VersionFacts, not_graded
 
 POINTS = {"test_softmax": 2.0, "test_attention": 3.0}

@@ -256,7 +256,7 @@ def forked_kernels(folder: Path, count: int) -> Iterator[list[tuple[list[str], d
     without its sandbox, here without the own-work rule too), so that each notebook does not spend seconds starting
     Python and importing torch. The kernel is still ipykernel, run by nbgrader as usual; tests/course compares the
     grades these kernels give with stock nbgrader's default kernel."""
-    from manyheads_grader import sandbox
+    from manyheads_grader.execution import sandbox
 
     specs, templates, runtimes = [], [], []
     try:

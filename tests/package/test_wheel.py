@@ -98,10 +98,14 @@ def test_the_grader_is_its_own_distribution_with_the_command_and_the_courses_ver
     wheel = _build(_clean_copy(ROOT / "grader", tmp_path / "source"), tmp_path)
     names = set(zipfile.ZipFile(wheel).namelist())
     assert "manyheads_grader/runner.py" in names and not [n for n in names if n.startswith("manyheads/")]
+    # the pipeline's folders and the pages' templates ship too (package data, not only modules)
+    assert {"manyheads_grader/output/lms/canvas.py", "manyheads_grader/execution/sandbox.py"} <= names
+    assert {"manyheads_grader/output/templates/report.html.j2", "manyheads_grader/output/templates/report.css"} <= names
     meta, entry_points = _metadata(wheel)
     assert "manyheads = manyheads_grader.cli:main" in entry_points
     assert meta["Version"] == manyheads.__version__  # tools/cut_release.py writes both
     assert f"manyheads=={manyheads.__version__}" in meta.get_all("Requires-Dist")
+    assert {"jinja2>=3.1", "markdown-it-py>=3.0"} <= set(meta.get_all("Requires-Dist"))
     assert "cluster" in meta.get_all("Provides-Extra")
 
 

@@ -4,7 +4,7 @@ Exit status 0 when the batch ran to the end, whatever single submissions did; 2 
 unreadable submissions, an LMS layout or gradebook that cannot be used, no sandbox without --no-sandbox), with a
 message on stderr; 3 when the preflight fails (the release's reference answers or its blank release do not score as
 they should in the grader's sandbox: an environment problem, nobody is graded); ``--check`` runs only the
-preflight. After grading, the LMS export (``lms.py``) writes the gradebook CSV and the feedback to upload.
+preflight. After grading, the LMS export (``output.lms``) writes the gradebook CSV and the feedback to upload.
 """
 
 from __future__ import annotations
@@ -13,14 +13,16 @@ import argparse
 import sys
 from pathlib import Path
 
-from manyheads_grader.nbgrader_command import skip_iri_parsers
+from manyheads_grader.nbgrader.command import skip_iri_parsers
 
 skip_iri_parsers()  # before nbformat is imported below: seconds of CPU for a string format no notebook uses
 
-from manyheads_grader import lms, report, store, versions  # noqa: E402
+from manyheads_grader import store  # noqa: E402
 from manyheads_grader import submissions as collect  # noqa: E402
-from manyheads_grader.preflight import PreflightError  # noqa: E402
+from manyheads_grader.execution.preflight import PreflightError  # noqa: E402
+from manyheads_grader.output import lms, report  # noqa: E402
 from manyheads_grader.records import FEEDBACK_DIR, GradingError, Options, default_jobs  # noqa: E402
+from manyheads_grader.review import versions  # noqa: E402
 from manyheads_grader.runner import grade  # noqa: E402
 from manyheads_grader.submissions import CollectError  # noqa: E402
 
@@ -154,7 +156,9 @@ def main(argv: list[str] | None = None) -> int:
     report.write_report(out / "report.md", rows, facts)
     lms_lines: list[str] = []
     try:
-        exported = lms.export(rows, facts, layout, out, args.gradebook, args.column, args.feedback == "student")
+        exported = lms.export(
+            rows, facts, layout, out, lms.Into(args.gradebook, args.column), args.feedback == "student"
+        )
     except lms.LmsError as exc:  # grades.csv and the feedback are written: only the LMS files are missing
         print(f"manyheads grade: no LMS export: {exc}", file=sys.stderr)
         exported = None

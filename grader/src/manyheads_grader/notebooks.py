@@ -8,7 +8,7 @@ import re
 
 import nbformat
 
-from manyheads_grader import versions
+from manyheads_grader.review import versions
 
 RUN_NOTES = {
     "time": "a cell ran past its time limit (an infinite loop?) and was stopped",

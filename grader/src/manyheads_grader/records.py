@@ -163,7 +163,7 @@ class Options:
     timeout: int = 60
     db: str | None = None
     pattern: str | None = None
-    lms: str = "auto"  # the download's layout (lms.py): auto, canvas, moodle, blackboard or generic
+    lms: str = "auto"  # the download's layout (output.lms): auto, canvas, moodle, blackboard or generic
     sandbox: bool = True
     keep_work: bool = False
     chunk: int | None = None

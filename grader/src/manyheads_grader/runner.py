@@ -32,14 +32,18 @@ from pathlib import Path
 import nbformat
 
 from manyheads.course.layout import CourseLayout
-from manyheads_grader import budget, feedback, gradebook, notebooks, preflight, sandbox, versions
-from manyheads_grader.checking import check_submissions
-from manyheads_grader.execution import CHUNK_MAX, CLUSTER_CHUNK_MAX, Execution, chunk_size, execute
-from manyheads_grader.nbgrader_command import nbgrader
-from manyheads_grader.processes import no_leftovers
+from manyheads_grader import notebooks
+from manyheads_grader.execution import budget, preflight, sandbox
+from manyheads_grader.execution.executing import CHUNK_MAX, CLUSTER_CHUNK_MAX, Execution, chunk_size, execute
+from manyheads_grader.execution.processes import no_leftovers
+from manyheads_grader.execution.worker import Worker
+from manyheads_grader.nbgrader.command import nbgrader
+from manyheads_grader.output import feedback, gradebook
 from manyheads_grader.records import FEEDBACK_DIR, GradingError, Options, Release, Row, Run, RunFacts, VersionFacts
-from manyheads_grader.scoring import review_class, score_class
-from manyheads_grader.worker import Worker
+from manyheads_grader.review import versions
+from manyheads_grader.review.checking import check_submissions
+from manyheads_grader.review.reviewing import review_class
+from manyheads_grader.scoring import score_class
 
 __all__ = [
     "find_course",

@@ -1,6 +1,5 @@
-"""The scoring and review stages: each autograded notebook's points from its worker's gradebook, what its run hit,
-the own-work rule's zeros, the messages of its failed tests and its feedback page (scored); then the flags a human
-reviews: cells run out of order, tampering, identical answers across the class (reviewed).
+"""The scored stage: each autograded notebook's points from its worker's gradebook, what its run hit, the own-work
+rule's zeros, the messages of its failed tests and its feedback page.
 """
 
 from __future__ import annotations
@@ -9,11 +8,13 @@ import shutil
 
 import nbformat
 
-from manyheads_grader import gradebook, notebooks, own_work, report, review_flags
-from manyheads_grader.execution import Execution
+from manyheads_grader import notebooks
+from manyheads_grader.execution.executing import Execution
+from manyheads_grader.output import gradebook, report
 from manyheads_grader.records import FEEDBACK_DIR, Problem, ProblemKind, Release, Row, Run, not_graded
+from manyheads_grader.review import own_work
 
-__all__ = ["score_class", "review_class"]
+__all__ = ["score_class"]
 
 
 def _scores(execution: Execution, assignment: str) -> dict[str, dict]:
@@ -69,20 +70,3 @@ def score_class(rows: list[Row], execution: Execution, release: Release, run: Ru
         graded_notebooks[row.student_id] = graded
         _copy_feedback(row, worker, run)
     return graded_notebooks
-
-
-def review_class(rows: list[Row], graded: dict[str, nbformat.NotebookNode], release: Release) -> list:
-    """The flags for a human on each scored row (out of order, tampering, identical answers); returns the groups of
-    identical answers that are not the course's own code, for the report's one line per group."""
-    for row in rows:
-        if row.student_id in graded:
-            row.flags = review_flags.out_of_order(row.submitted, graded[row.student_id], release.notebook)
-            row.flags += review_flags.tampering(
-                notebooks.student_cells(row.notebook, release.notebook), release.notebook, set(release.helpers)
-            )
-    by_student = {r.student_id: review_flags.answers(r.notebook) for r in rows}
-    reference = review_flags.answers(release.solution)  # the published reference solution: marked when handed in
-    copied = review_flags.identical_answers(by_student, release.notebook, reference)
-    for row in rows:
-        row.flags += copied.get(row.student_id, [])
-    return [g for g in review_flags.identical_groups(by_student, release.notebook, reference) if not g.common]

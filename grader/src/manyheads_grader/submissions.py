@@ -15,7 +15,7 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from manyheads_grader import lms as lms_mod
+from manyheads_grader.output import lms as lms_mod
 
 STUDENT_ID = lms_mod.STUDENT_ID
 MAX_FILE_BYTES = 50_000_000

@@ -18,12 +18,12 @@ student's line; otherwise it runs as before. "The answer" is the object the hidd
 callable object or the course's function itself), or any function of the student's called that name.
 
 * At grading time :func:`require_own_work` runs in the kernel before any student cell (the grader's kernel
-  launcher, ``manyheads_grader.sandbox``, in the separate grading distribution under ``grader/``), so the hidden
+  launcher, ``manyheads_grader.execution.sandbox``, in the separate grading distribution under ``grader/``), so the hidden
   tests see the rule; the part's test fails with ``OwnWorkError`` and nbgrader gives it no points.
 * In the visible checks (:func:`manyheads.checks.core.call_student`), :func:`answering` applies the same rule while
   the check calls the student's function, so a student learns it in Colab before submitting.
 * The grader reads the evidence back from the graded notebook and looks in the student's cells for the ways
-  around the rule that a guard in the same process cannot close (``manyheads_grader.own_work``, which reads the
+  around the rule that a guard in the same process cannot close (``manyheads_grader.review.own_work``, which reads the
   :data:`MARKER` lines this module writes). ``instructors/grading.md`` lists them.
 
 This module lives with the checks because it runs in the student's kernel (Colab's and the grader's); nothing

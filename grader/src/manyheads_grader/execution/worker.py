@@ -12,8 +12,9 @@ from pathlib import Path
 
 import nbformat
 
-from manyheads_grader import kernel_client, kernel_fork, progress, sandbox
-from manyheads_grader.nbgrader_session import Session
+from manyheads_grader.execution import kernel_client, kernel_fork, sandbox
+from manyheads_grader.nbgrader.session import Session
+from manyheads_grader.output import progress
 from manyheads_grader.records import Options, Problem, ProblemKind, Row, not_graded
 
 STARTUP_DEATH = (

@@ -21,8 +21,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from manyheads_grader import feedback, versions
+from manyheads_grader.output import feedback, pages
 from manyheads_grader.records import NEEDS_A_HUMAN, RunFacts, texts
+from manyheads_grader.review import versions
 
 COLUMNS = ["student_id", "score", "max_score", "status", "problems"]
 FLAGS_TITLE = "Integrity flags (no points deducted)"
@@ -326,45 +327,10 @@ def write_report(path: Path, rows, facts: RunFacts) -> None:
 
 
 # ------------------------------------------------------------------------------------------------------------------
-# HTML: one file, nothing loaded from anywhere
+# HTML: one file, nothing loaded from anywhere (templates/report.html.j2, filled here)
 
 
-CSS = """
-:root { color-scheme: light; }
-body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; line-height: 1.45; margin: 0;
-  color: #1a1a1a; background: #fff; }
-main { max-width: 60rem; margin: 0 auto; padding: 1rem; }
-h1 { font-size: 1.5rem; } h2 { font-size: 1.25rem; margin-top: 2rem; border-bottom: 1px solid #ccc; }
-h3 { font-size: 1.05rem; margin-top: 1.5rem; }
-.scroll { overflow-x: auto; -webkit-overflow-scrolling: touch; }
-table { border-collapse: collapse; margin: .5rem 0; }
-th, td { border: 1px solid #bbb; padding: .25rem .5rem; text-align: left; vertical-align: top; }
-th { background: #eef2f6; }
-td.n { text-align: right; font-variant-numeric: tabular-nums; }
-code { font-family: ui-monospace, Menlo, Consolas, monospace; font-size: .9em; overflow-wrap: anywhere; }
-td:first-child code { white-space: nowrap; overflow-wrap: normal; }
-figure { margin: 1rem 0; } figure img { max-width: 100%; height: auto; }
-figcaption { font-size: .9rem; color: #444; }
-dl { display: grid; grid-template-columns: max-content minmax(0, 1fr); gap: .2rem 1rem; }
-dt { font-weight: 600; } dd { margin: 0; overflow-wrap: anywhere; }
-h1, h2, h3, p, li { overflow-wrap: anywhere; }
-"""
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
-
-
-def _e(text) -> str:
-    return html.escape(str(text), quote=True)
-
-
-def _table(header: list[str], body: list[list[str]], numeric: set[int] = frozenset(), caption: str = "") -> str:
-    """A table whose cells are already HTML; it scrolls sideways on a narrow screen rather than the page."""
-    head = "".join(f'<th scope="col">{h}</th>' for h in header)
-    trs = "".join(
-        "<tr>" + "".join(f"<td{' class=n' if i in numeric else ''}>{c}</td>" for i, c in enumerate(r)) + "</tr>"
-        for r in body
-    )
-    cap = f"<caption>{caption}</caption>" if caption else ""
-    return f'<div class="scroll"><table>{cap}<thead><tr>{head}</tr></thead><tbody>{trs}</tbody></table></div>'
 
 
 def _png(fig) -> str:
@@ -373,11 +339,10 @@ def _png(fig) -> str:
     return base64.b64encode(buf.getvalue()).decode("ascii")
 
 
-def _figure(fig, alt: str, caption: str) -> str:
-    return (
-        f'<figure><img src="data:image/png;base64,{_png(fig)}" alt="{_e(alt)}">'
-        f"<figcaption>{_e(caption)}</figcaption></figure>"
-    )
+def _figure(drawn: tuple[object, str], caption: str) -> dict[str, str]:
+    """A figure for the page's template: the PNG inline (the page loads nothing), its text alternative, caption."""
+    fig, alt = drawn
+    return {"png": _png(fig), "alt": alt, "caption": caption}
 
 
 def _counts(values: list[float]) -> list[tuple[float, int]]:
@@ -442,60 +407,8 @@ def _parts_figure(found: list[PartResults]) -> tuple[object, str]:
     return fig, alt + "."
 
 
-def _inline_md(text: str) -> str:
-    """Escaped text with Markdown's `code` and **bold**: all the LMS section and this report's lines use."""
-    out = []
-    for i, piece in enumerate(text.split("`")):
-        if i % 2:
-            out.append(f"<code>{_e(piece)}</code>")
-        else:
-            out.append(re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", _e(piece)))
-    return "".join(out)
-
-
-def markdown_html(lines: list[str]) -> str:
-    """The few Markdown blocks ``lms.report_section`` writes (headings, paragraphs, lists, pipe tables), escaped."""
-    out: list[str] = []
-    block: list[str] = []
-    kind = ""
-
-    def flush() -> None:
-        nonlocal block, kind
-        if kind == "p":
-            out.append(f"<p>{'<br>'.join(_inline_md(b) for b in block)}</p>")
-        elif kind == "ul":
-            out.append("<ul>" + "".join(f"<li>{_inline_md(b[2:])}</li>" for b in block) + "</ul>")
-        elif kind == "table":
-            cells = [
-                [c.strip().replace("\\|", "|") for c in re.split(r"(?<!\\)\|", b.strip().strip("|"))] for b in block
-            ]
-            body = [r for r in cells[1:] if not all(re.fullmatch(r":?-+:?", c) for c in r)]
-            out.append(_table([_inline_md(c) for c in cells[0]], [[_inline_md(c) for c in r] for r in body]))
-        block, kind = [], ""
-
-    for line in lines:
-        heading = re.match(r"(#{1,6}) (.*)", line)
-        now = "table" if line.startswith("|") else "ul" if line.startswith("- ") else "p" if line.strip() else ""
-        if heading or now != kind:
-            flush()
-        if heading:
-            level = min(len(heading.group(1)), 6)
-            out.append(f"<h{level}>{_inline_md(heading.group(2))}</h{level}>")
-        elif now:
-            block.append(line)
-            kind = now
-    flush()
-    return "\n".join(out)
-
-
-def write_html(path: Path, rows, facts: RunFacts, extra: list[str] = ()) -> None:
-    """OUT/report.html: the report with figures, self-contained; ``extra``: Markdown lines to end with (LMS)."""
-    rows = sorted(rows, key=lambda r: r.student_id)
-    s = summary(rows, facts)
-    found = parts(rows, facts)
-    title = f"Grading report: {facts.assignment}"
-    body = [f"<h1>{_e(title)}</h1>", '<section id="summary"><h2>Summary</h2><dl>']
-    facts_list = [
+def _summary_list(s: Summary, facts: RunFacts) -> list[tuple[str, str]]:
+    return [
         (
             "Students",
             f"{s.students}: {s.counts['graded']} graded, {s.counts['repaired']} graded after a repair, "
@@ -515,112 +428,68 @@ def write_html(path: Path, rows, facts: RunFacts, extra: list[str] = ()) -> None
         ("Gradebook", str(facts.db)),
         *([("Preflight", str(facts.preflight))] if facts.preflight else []),
     ]
-    body += [f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in facts_list]
-    body.append("</dl>")
-    if s.scored:
-        fig, alt = _histogram(s.scored, s.max_score, f"total score (out of {s.max_score:g})")
-        body.append(_figure(fig, alt, "How many students got each total score."))
-    body.append("</section>")
 
-    body += ['<section id="parts"><h2>Parts</h2>', "<p>Over the graded notebooks.</p>"]
-    if found and any(p.scores or p.unscored for p in found):
-        fig, alt = _parts_figure(found)
-        body.append(_figure(fig, alt, "Full, partial and zero points per part."))
-    body.append(
-        _table(
-            ["part", "points", "mean", "full", "partial", "zero", "not scored", "failed"],
-            [
-                [
-                    f"<code>{_e(p.test_id)}</code>",
-                    f"{p.points:g}",
-                    "" if p.mean is None else f"{p.mean:.2f}",
-                    *(str(v) for v in (p.full, p.partial, p.zero, p.unscored, p.failed)),
-                ]
-                for p in found
-            ],
-            numeric={1, 2, 3, 4, 5, 6, 7},
-        )
-    )
-    body.append(
-        '<h3 id="item-analysis">Item analysis</h3><p>Per part, the students who did not get its full points and '
-        "the messages its test raised, identical messages counted together: a message many students share is a "
-        "common misconception.</p>"
-    )
+
+def _part_figures(found: list[PartResults]) -> list[tuple[PartResults, dict | None]]:
+    """Each part with the histogram of its scores (none when nobody was scored on it)."""
+    out = []
     for p in found:
-        own = f", {p.zeroed} of them by the own-work rule" if p.zeroed else ""
-        body.append(
-            f'<h3 id="part-{_e(p.test_id)}"><code>{_e(p.test_id)}</code> ({p.points:g} points)</h3>'
-            f"<p>Failed by {p.failed} of {len(p.scores)}{_e(own)}; mean "
-            f"{'–' if p.mean is None else f'{p.mean:.2f}'}.</p>"
-        )
+        figure = None
         if p.scores:
-            fig, alt = _histogram(p.scores, p.points, f"score on {p.test_id} (out of {p.points:g})", (4.5, 1.8))
-            body.append(_figure(fig, alt, f"How many students got each score on {p.test_id}."))
-        if p.messages:
-            shown = [[str(n), f"<code>{_e(m)}</code>"] for m, n in p.messages[:TOP_MESSAGES]]
-            if len(p.messages) > TOP_MESSAGES:
-                rest = sum(n for _, n in p.messages[TOP_MESSAGES:])
-                shown.append([str(rest), _e(f"{len(p.messages) - TOP_MESSAGES} other messages")])
-            body.append(_table(["students", "message the test raised"], shown, numeric={0}))
-    body.append("</section>")
+            drawn = _histogram(p.scores, p.points, f"score on {p.test_id} (out of {p.points:g})", (4.5, 1.8))
+            figure = _figure(drawn, f"How many students got each score on {p.test_id}.")
+        out.append((p, figure))
+    return out
 
-    body.append('<section id="needs-human"><h2>Needs a human</h2>')
-    todo = [r for r in rows if needs_human(r)]
-    if todo:
-        body.append(
-            _table(
-                ["student", "status", "score", "why"],
-                [[_e(who(r)), _e(r.status), _num(r.score), _e("; ".join(texts(r.problems)))] for r in todo],
-                numeric={2},
-            )
-        )
-    else:
-        body.append("<p>Nothing: every submission was graded without a repair.</p>")
-    body.append("</section>")
-    zeroed = _zeroed(rows)
-    if zeroed:
-        body.append(
-            '<section id="own-work"><h2>Parts given no points by the own-work rule</h2><p>The answer called the '
-            "course's own implementation of the part (evidence: the error its test raised).</p>"
-        )
-        body.append(
-            _table(["student", "part", "evidence"], [[_e(a), f"<code>{_e(b)}</code>", _e(c)] for a, b, c in zeroed])
-        )
-        body.append("</section>")
-    flagged, groups = _flags(rows, facts), _groups(rows, facts)
-    body.append(f'<section id="integrity-flags"><h2>{_e(FLAGS_TITLE)}</h2>')
-    if flagged or groups:
-        body.append("<p>For a human to look at, each with its evidence; a flag changes no score.</p>")
-        if flagged:
-            body.append(_table(["student", "flag"], [[_e(a), _inline_md(b)] for a, b in flagged]))
-        if groups:
-            body.append(
-                "<h3>Identical answers</h3><ul>" + "".join(f"<li>{_inline_md(g)}</li>" for g in groups) + "</ul>"
-            )
-    else:
-        body.append("<p>None.</p>")
-    body.append("</section>")
+
+def html_context(rows, facts: RunFacts, extra: list[str] = ()) -> dict:
+    """Everything templates/report.html.j2 shows, as plain values (the template escapes them)."""
+    rows = sorted(rows, key=lambda r: r.student_id)
+    s, found = summary(rows, facts), parts(rows, facts)
     labels = {r.student_id: who(r) for r in rows}
-    version_lines = versions.report_lines(facts, lambda s: labels.get(s, s).replace("`", "'"))
-    if version_lines:
-        body.append(f'<section id="versions">{markdown_html(version_lines)}</section>')
-    if facts.skipped:
-        body.append('<section id="skipped"><h2>Files that belong to no student (not graded)</h2><ul>')
-        body += [f"<li><code>{_e(name)}</code></li>" for name in facts.skipped]
-        body.append("</ul></section>")
-    notes = [r for r in rows if r.status == "graded" and r.problems and not needs_human(r)]
-    if notes:
-        body.append('<section id="notes"><h2>Notes on graded submissions</h2>')
-        body.append(_table(["student", "note"], [[_e(who(r)), _e("; ".join(texts(r.problems)))] for r in notes]))
-        body.append("</section>")
-    if extra:
-        body.append(f'<section id="lms">{markdown_html(list(extra))}</section>')
-    page = (
-        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
-        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">\n'
-        f"<title>{_e(title)}</title>\n<style>{CSS}</style>\n</head>\n<body>\n<main>\n"
-        + "\n".join(body)
-        + "\n</main>\n</body>\n</html>\n"
-    )
+    version_lines = versions.report_lines(facts, lambda x: labels.get(x, x).replace("`", "'"))
+    scored = s.scored
+    return {
+        "title": f"Grading report: {facts.assignment}",
+        "csp": CSP,
+        "summary": _summary_list(s, facts),
+        "total_figure": _figure(
+            _histogram(scored, s.max_score, f"total score (out of {s.max_score:g})"),
+            "How many students got each total score.",
+        )
+        if scored
+        else None,
+        "parts_figure": _figure(_parts_figure(found), "Full, partial and zero points per part.")
+        if found and any(p.scores or p.unscored for p in found)
+        else None,
+        "parts": _part_figures(found),
+        "top_messages": TOP_MESSAGES,
+        "needs_human": [
+            {"who": who(r), "status": r.status, "score": _num(r.score), "why": "; ".join(texts(r.problems))}
+            for r in rows
+            if needs_human(r)
+        ],
+        "zeroed": _zeroed(rows),
+        "flags_title": FLAGS_TITLE,
+        "flagged": _flags(rows, facts),
+        "groups": _groups(rows, facts),
+        "versions": "\n".join(version_lines),
+        "skipped": list(facts.skipped),
+        "notes": [
+            (who(r), "; ".join(texts(r.problems)))
+            for r in rows
+            if r.status == "graded" and r.problems and not needs_human(r)
+        ],
+        "lms": "\n".join(extra),
+    }
+
+
+def markdown_html(lines: list[str]) -> str:
+    """Markdown lines (``lms.report_section``, the versions section) as HTML, as the page shows them."""
+    return str(pages.markdown("\n".join(lines)))
+
+
+def write_html(path: Path, rows, facts: RunFacts, extra: list[str] = ()) -> None:
+    """OUT/report.html: the report with figures, self-contained; ``extra``: Markdown lines to end with (LMS)."""
+    page = pages.render("report.html.j2", **html_context(rows, facts, extra))
     path.write_text(page, encoding="utf-8")

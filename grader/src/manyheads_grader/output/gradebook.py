@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from manyheads.course.layout import CourseLayout
-from manyheads_grader.nbgrader_command import alembic_on_path
+from manyheads_grader.nbgrader.command import alembic_on_path
 
 CONFIG_FILE = CourseLayout.CONFIG_FILE
 

@@ -24,8 +24,8 @@ from pathlib import Path
 
 import nbformat
 
+from manyheads_grader.execution.worker import Worker
 from manyheads_grader.records import GradingError, Options, Row, not_graded
-from manyheads_grader.worker import Worker
 
 EXTRA = "cluster"  # pip install "manyheads-grader[cluster]"
 RETRIES = 2  # re-runs of a task that raised (a worker that died counts against allowed-failures instead)

@@ -12,8 +12,8 @@ quotes a hidden-test line or a line of the reference solution (e.g. a student pr
 
 from __future__ import annotations
 
-import html
 import re
+import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,6 +21,8 @@ import nbformat
 from nbgrader import utils
 from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Bool, Unicode
+
+from manyheads_grader.output import pages
 
 BEGIN_HIDDEN, END_HIDDEN = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
 BEGIN_SOLUTION, END_SOLUTION = "### BEGIN SOLUTION", "### END SOLUTION"
@@ -162,33 +164,13 @@ def parts_of(nb: nbformat.NotebookNode, pending: set[str] = frozenset()) -> list
     return found
 
 
-def _num(value) -> str:
-    return "–" if value is None else f"{float(value):g}"
-
-
 def summary_html(parts: list[Part], full: bool) -> str:
-    """The list on top of the feedback: one item per graded part.
+    """The list on top of the feedback: one item per graded part (templates/feedback_summary.html.j2).
 
     Only tags that nbconvert's ``clean_html`` keeps in a raw cell (div, ul, li, b, em, code, pre): it escapes the
     rest, including the ``tbody`` a table would get.
     """
-    e = html.escape
-    items = []
-    for p in parts:
-        title = f" <em>{e(p.title)}</em>" if p.title else ""
-        where = f" <em>(raised in the {e(p.where)})</em>" if p.where else ""
-        message = f"<pre>{e(p.message)}</pre>" if p.message else ""
-        items.append(
-            f'<li class="mh-{e(p.status.split()[0])}"><code>{e(p.grade_id)}</code>{title}: '
-            f"<b>{_num(p.score)} / {_num(p.points)}</b>, {e(p.status)}{where}{message}</li>"
-        )
-    banner = (
-        '<div class="alert alert-danger"><b>Instructor view, not for students:</b> this page shows the hidden tests '
-        "and full tracebacks.</div>"
-        if full
-        else "<div>The tests' own code is not shown: a failed test says what went wrong in its message.</div>"
-    )
-    return f'<div id="mh-feedback-summary">{banner}<ul>{"".join(items)}</ul></div>'
+    return pages.render("feedback_summary.html.j2", parts=parts, full=full).strip()
 
 
 def scrub(nb: nbformat.NotebookNode, secrets: set[str]) -> nbformat.NotebookNode:
@@ -218,166 +200,14 @@ def scrub(nb: nbformat.NotebookNode, secrets: set[str]) -> nbformat.NotebookNode
 # offline: formulas stay as TeX); message boxes and code wrap at phone width. Written next to the course's config.
 TEMPLATE_NAME = "manyheads_feedback"
 TEMPLATE_DIR = "manyheads_templates"  # next to nbgrader_config.py
-TEMPLATE = r"""{%- extends 'nbconvert/templates/classic/index.html.j2' -%}
-{# Written by manyheads_grader.feedback: nbgrader's feedback page, offline, phone-width, pending parts. #}
-{%- macro mh_score(cell) -%}
-  <span class="pull-right">
-  {%- if cell.metadata.nbgrader.mh_pending -%}
-      not graded yet
-  {%- else -%}
-      Score: {{ cell.metadata.nbgrader.score | float | round(2) }} / {{ cell.metadata.nbgrader.points | float | round(2) }}
-  {%- endif %} <a href="#top">(Top)</a>
-  </span>
-{%- endmacro -%}
-{%- macro mh_toc_score(cell) -%}
-  {%- if cell.metadata.nbgrader.mh_pending -%}(not graded yet){%- else -%}(Score: {{ cell.metadata.nbgrader.score | float | round(2) }} / {{ cell.metadata.nbgrader.points | float | round(2) }}){%- endif -%}
-{%- endmacro -%}
-{%- macro mh_heading(cell) -%}
-{%- if cell.metadata.nbgrader.solution or cell.metadata.nbgrader.task -%}
-<a name="comment-{{ cell.metadata.nbgrader.grade_id }}"></a>
-{%- endif -%}
-{%- if cell.metadata.nbgrader.grade -%}
-<a name="{{ cell.metadata.nbgrader.grade_id }}"></a>
-{%- endif -%}
-<div class="panel-heading">
-{%- if cell.metadata.nbgrader.solution -%}
-  <span class="nbgrader-label">Student's answer</span>
-  {%- if cell.metadata.nbgrader.grade -%}{{ mh_score(cell) }}{%- else -%}<span class="pull-right"><a href="#top">(Top)</a></span>{%- endif -%}
-{%- elif cell.metadata.nbgrader.task -%}
-  <span class="nbgrader-label">Student's task</span>{{ mh_score(cell) }}
-{%- elif cell.metadata.nbgrader.grade -%}
-  <span class="nbgrader-label">Grade cell: <code>{{ cell.metadata.nbgrader.grade_id }}</code></span>{{ mh_score(cell) }}
-{%- endif -%}
-</div>
-{%- endmacro -%}
-{%- macro mh_footer(cell) -%}
-{%- if (cell.metadata.nbgrader.solution or cell.metadata.nbgrader.task) and cell.metadata.nbgrader.comment -%}
-<div class="panel-footer"><div><b>Comments:</b> {{ cell.metadata.nbgrader.comment | markdown2html | strip_files_prefix }}</div></div>
-{%- endif -%}
-{%- endmacro -%}
-
-{%- block header -%}
-<!DOCTYPE html>
-<html>
-<head>
-<meta charset="utf-8" />
-<meta name="viewport" content="width=device-width, initial-scale=1" />
-<title>{{ resources.nbgrader.notebook }}</title>
-{{ resources.include_css('bootstrap.min.css') }}
-{% for css in resources.inlining.css -%}
-<style type="text/css">
-{{ css }}
-</style>
-{% endfor %}
-<style>
-body { overflow: visible; font-size: 14px; padding-top: 1em; }
-div#notebook { overflow: visible; border-top: none; }
-div#notebook-container { width: 100%; max-width: 100%; padding: 0; box-shadow: none; }
-div.prompt { min-width: 21ex; }
-div.nbgrader_cell { width: 100%; }
-div.nbgrader_cell .panel-heading { padding: 0.4em 0.6em; min-height: 37px; height: auto; overflow: hidden; }
-div.nbgrader_cell .panel-heading a { color: #595959; }
-div.nbgrader_cell .panel-footer { padding: 0.4em 0.6em; }
-div.nbgrader_cell .panel-body { padding: 0.4em; }
-div.nbgrader_cell .input_area { background: white; border: none; }
-li.late-penalty { color: #d2413a; }
-span.nbgrader-label { line-height: 25px; }
-/* message boxes, outputs and code wrap instead of running off a phone's screen */
-pre, .output_area pre, .input_area pre, #mh-feedback-summary pre {
-  white-space: pre-wrap; overflow-wrap: anywhere; word-break: break-word; max-width: 100%; }
-.output_area, .output_subarea, .inner_cell, .input_area { min-width: 0; max-width: 100%; }
-.container { max-width: 100%; }
-@media (max-width: 600px) {
-  body { font-size: 13px; padding: 0.5em 0 0 0; }
-  .container { padding-left: 4px; padding-right: 4px; width: 100%; }
-  div.prompt { display: none; }
-  div.input, div.output_area { flex-direction: column; display: block; }
-  .pull-right { float: none !important; display: block; }
-}
-@media print { div.cell, div.output_wrapper, div.output { display: block; page-break-inside: avoid; } }
-</style>
-</head>
-{%- endblock header -%}
-
-{% block body %}
-<body>
-  <a name="top"></a>
-  <div class="container">
-    <div class="panel panel-default">
-      <div class="panel-heading">
-        <h4>{{ resources.nbgrader.notebook }} (Score: {{ resources.nbgrader.score | float | round(2) }} / {{ resources.nbgrader.max_score | float | round(2) }}{% if resources.nbgrader.mh_pending %}; {{ resources.nbgrader.mh_pending }} written part(s) not graded yet{% endif %})</h4>
-        <div id="toc">
-          <ol>
-          {% for cell in nb.cells %}
-            {% if cell.metadata.nbgrader and cell.metadata.nbgrader.grade and not cell.metadata.nbgrader.solution %}
-            <li><a href="#{{ cell.metadata.nbgrader.grade_id }}">Test cell</a> {{ mh_toc_score(cell) }}</li>
-            {% elif cell.cell_type == "code" and cell.metadata.nbgrader and cell.metadata.nbgrader.grade %}
-            <li><a href="#{{ cell.metadata.nbgrader.grade_id }}">Coding free-response</a> {{ mh_toc_score(cell) }}</li>
-            {% elif cell.cell_type == "markdown" and cell.metadata.nbgrader and cell.metadata.nbgrader.grade %}
-            <li><a href="#{{ cell.metadata.nbgrader.grade_id }}">Written response</a> {{ mh_toc_score(cell) }}</li>
-            {% elif cell.cell_type == "markdown" and cell.metadata.nbgrader and cell.metadata.nbgrader.task %}
-            <li><a href="#{{ cell.metadata.nbgrader.grade_id }}">Task</a> {{ mh_toc_score(cell) }}</li>
-            {% endif %}
-            {% if cell.metadata.nbgrader and cell.metadata.nbgrader.comment %}
-            <li><a href="#comment-{{ cell.metadata.nbgrader.grade_id }}">Comment</a></li>
-            {% endif %}
-          {% endfor %}
-          {% if resources.nbgrader.late_penalty > 0 %}
-            <li class="late-penalty">Late submission penalty (Score: -{{ resources.nbgrader.late_penalty | float | round(2) }})</li>
-          {% endif %}
-          </ol>
-        </div>
-      </div>
-      <div class="panel-body">
-        <div id="notebook" class="border-box-sizing">
-          <div class="container" id="notebook-container">
-            {{ super() }}
-          </div>
-        </div>
-      </div>
-    </div>
-  </div>
-</body>
-{%- endblock body %}
-
-{% block markdowncell scoped %}
-<div class="cell border-box-sizing text_cell rendered">
-  {{ self.empty_in_prompt() }}
-  {%- if 'nbgrader' in cell.metadata and (cell.metadata.nbgrader.solution or cell.metadata.nbgrader.grade or cell.metadata.nbgrader.task) -%}
-  <div class="panel panel-primary nbgrader_cell">
-    {{ mh_heading(cell) }}
-    <div class="panel-body"><div class="text_cell_render border-box-sizing rendered_html">
-      {{ cell.source | markdown2html | strip_files_prefix }}
-    </div></div>
-    {{ mh_footer(cell) }}
-  </div>
-  {%- else -%}
-  <div class="inner_cell"><div class="text_cell_render border-box-sizing rendered_html">
-    {{ cell.source | markdown2html | strip_files_prefix }}
-  </div></div>
-  {%- endif -%}
-</div>
-{% endblock markdowncell %}
-
-{% block input %}
-  {%- if 'nbgrader' in cell.metadata and (cell.metadata.nbgrader.solution or cell.metadata.nbgrader.grade) -%}
-  <div class="panel panel-primary nbgrader_cell">
-    {{ mh_heading(cell) }}
-    <div class="panel-body"><div class="input_area">{{ cell.source | highlight_code(metadata=cell.metadata) }}</div></div>
-    {{ mh_footer(cell) }}
-  </div>
-  {%- else -%}
-  <div class="inner_cell"><div class="input_area">{{ cell.source | highlight_code(metadata=cell.metadata) }}</div></div>
-  {%- endif -%}
-{% endblock input %}
-"""  # noqa: E501 (template lines)
+TEMPLATE = pages.TEMPLATES / "feedback.html.j2"  # an nbconvert template on the classic base
 
 
 def write_template(folder: Path) -> Path:
     """Write the feedback template under ``folder`` (a template base directory); return ``folder``."""
     target = Path(folder) / TEMPLATE_NAME
     target.mkdir(parents=True, exist_ok=True)
-    (target / "index.html.j2").write_text(TEMPLATE, encoding="utf-8")
+    shutil.copyfile(TEMPLATE, target / "index.html.j2")
     (target / "conf.json").write_text('{"base_template": "classic", "mimetypes": {"text/html": true}}\n')
     return Path(folder)
 

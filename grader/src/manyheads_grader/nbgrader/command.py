@@ -36,7 +36,7 @@ def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
 WITHOUT_IRI_PARSERS = "import sys; sys.modules['rfc3987_syntax'] = None"
 _NBGRADER = (
     WITHOUT_IRI_PARSERS
-    + "; from manyheads_grader.nbgrader_inprocess import speed_up; speed_up()"
+    + "; from manyheads_grader.nbgrader.inprocess import speed_up; speed_up()"
     + "; sys.argv[0] = 'nbgrader'; from nbgrader.apps.nbgraderapp import main; main()"
 )
 

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import nbformat
 
-from manyheads_grader import gradebook
-from manyheads_grader.nbgrader_command import alembic_on_path
+from manyheads_grader.nbgrader.command import alembic_on_path
+from manyheads_grader.output import gradebook
 from manyheads_grader.records import GradingError, Row
 
 REFERENCE, BLANK = "manyheads-preflight-reference", "manyheads-preflight-blank"

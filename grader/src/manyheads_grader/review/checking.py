@@ -9,8 +9,10 @@ from pathlib import Path
 
 import nbformat
 
-from manyheads_grader import notebooks, repair, review_flags, versions
+from manyheads_grader import notebooks
 from manyheads_grader.records import Problem, ProblemKind, Row
+from manyheads_grader.review import flags as review_flags
+from manyheads_grader.review import repair, versions
 from manyheads_grader.submissions import collect as collect_submissions
 
 __all__ = ["check_submissions"]

@@ -24,7 +24,7 @@ from jupyter_client.manager import AsyncKernelManager
 from jupyter_client.utils import ensure_async
 from traitlets import DottedObjectName, Type
 
-MANAGER = "manyheads_grader.kernel_client.PromptKernelManager"  # for --Execute.kernel_manager_class
+MANAGER = "manyheads_grader.execution.kernel_client.PromptKernelManager"  # for --Execute.kernel_manager_class
 EXIT_POLL_S = 0.005  # how often the end of a kernel's process is checked (jupyter_client: 0.1 s)
 QUIET_S = 0.2  # jupyter_client's wait for IOPub to fall quiet: here only the limit
 
@@ -73,7 +73,7 @@ def _idle_for(msg: dict[str, Any], request: str | None) -> bool:
 
 
 class PromptKernelManager(AsyncKernelManager):
-    client_class = DottedObjectName("manyheads_grader.kernel_client.PromptKernelClient", config=True)
+    client_class = DottedObjectName("manyheads_grader.execution.kernel_client.PromptKernelClient", config=True)
     client_factory = Type(PromptKernelClient, klass=AsyncKernelClient, config=True)
 
     async def _async_finish_shutdown(

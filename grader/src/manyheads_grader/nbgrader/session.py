@@ -4,7 +4,7 @@ Every ``nbgrader`` command run as a process of its own first imports nbgrader, n
 about a second of CPU, eleven times for a class of 60 on 3 jobs, on a machine that grading keeps busy. A session
 imports them once; each command then runs exactly as ``nbgrader ARGS`` would (the same application class, its
 config files, its command line), in a fresh application object and event loop, with its output in a log file of its
-own. :meth:`Session.run` keeps the contract of :func:`~manyheads_grader.nbgrader_command.nbgrader`: (exit status,
+own. :meth:`Session.run` keeps the contract of :func:`~manyheads_grader.nbgrader.command.nbgrader`: (exit status,
 output), never raises on nbgrader's failures, calls ``watch`` about twice a second, and past ``timeout`` kills the
 process (the next command starts a new one) and says so in the output.
 """
@@ -20,11 +20,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from manyheads_grader.nbgrader_command import WITHOUT_IRI_PARSERS, child_env
+from manyheads_grader.nbgrader.command import WITHOUT_IRI_PARSERS, child_env
 
 # The child: reads one request a line ({"argv": [...], "log": path}) and answers {"status": N} on its own stdout,
 # which the commands never see (their stdout and stderr go to the request's log file).
-_SERVE = WITHOUT_IRI_PARSERS + "; from manyheads_grader.nbgrader_session import serve; serve()"
+_SERVE = WITHOUT_IRI_PARSERS + "; from manyheads_grader.nbgrader.session import serve; serve()"
 
 
 class Session:
@@ -113,7 +113,7 @@ def _read(log: Path) -> str:
 
 def serve() -> None:
     """Answer requests from stdin until it closes. Each runs ``nbgrader ARGV`` as the command line would."""
-    from manyheads_grader.nbgrader_inprocess import speed_up
+    from manyheads_grader.nbgrader.inprocess import speed_up
 
     speed_up()
     sys.argv[0] = "nbgrader"

@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 
 import manyheads
-from manyheads_grader import kernel_fork as kernel_template
+from manyheads_grader.execution import kernel_fork as kernel_template
 from manyheads_grader.records import Limits  # the sandbox applies them; defined with the other records
 
 KERNEL_NAME = "manyheads-sandbox"
@@ -55,7 +55,7 @@ def worker_uid(worker: int) -> int:
 
 LAUNCHER = '''\
 """Start ipykernel with every output stream cut after a fixed number of bytes (written by manyheads_grader)."""
-from manyheads_grader.kernel_fork import cap_output
+from manyheads_grader.execution.kernel_fork import cap_output
 cap_output({limit})
 del cap_output
 {guard}from ipykernel import kernelapp
@@ -102,7 +102,7 @@ def _ro_binds() -> list[str]:
         sys.prefix,
         sysconfig.get_paths()["purelib"],
         str(Path(manyheads.__file__).resolve().parent),
-        str(Path(__file__).resolve().parent),  # this package: the kernel's launcher imports it (kernel_fork)
+        str(Path(__file__).resolve().parents[1]),  # the whole grader package: the kernel's launcher imports it
     }
     real = {str(Path(sys.executable).resolve().parent.parent)}
     return sorted(p for p in paths | real if p and Path(p).exists())
@@ -187,7 +187,7 @@ def prepare(
         f" + {limits.processes} ))"
     )
     script = f"""#!/bin/sh
-# Runs one sandboxed kernel (written by manyheads_grader.sandbox). $1 = the connection file.
+# Runs one sandboxed kernel (written by manyheads_grader.execution.sandbox). $1 = the connection file.
 set -e
 CONN="$1"
 RT="$(dirname "$CONN")"
@@ -260,7 +260,7 @@ def start_template(
     command = [
         sys.executable,
         "-m",
-        "manyheads_grader.kernel_fork",
+        "manyheads_grader.execution.kernel_fork",
         f"--socket={rt / kernel_template.SOCKET_NAME}",
         f"--limits={json.dumps(dataclasses.asdict(limits))}",
         *([f"--assignment={assignment}"] if assignment else []),

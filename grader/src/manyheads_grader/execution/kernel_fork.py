@@ -3,7 +3,7 @@
 Starting a kernel for every notebook costs seconds (a new interpreter imports torch, numpy, IPython and the course
 package) while a student's code usually runs in well under one; that start-up was most of the time a class took to
 grade. So each worker runs one template process, started as a kernel would be (the same sandbox, see
-:mod:`~manyheads_grader.sandbox`), that imports all that once and then, for every kernel nbgrader asks
+:mod:`~manyheads_grader.execution.sandbox`), that imports all that once and then, for every kernel nbgrader asks
 for, forks a child that becomes the kernel. No interpreter ever runs two students' code: the template runs none,
 and each child serves one notebook and exits.
 

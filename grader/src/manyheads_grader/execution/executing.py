@@ -14,9 +14,10 @@ import queue
 import threading
 from dataclasses import dataclass
 
-from manyheads_grader import cluster, progress
+from manyheads_grader.execution import cluster
+from manyheads_grader.execution.worker import Worker
+from manyheads_grader.output import progress
 from manyheads_grader.records import Row, Run
-from manyheads_grader.worker import Worker
 
 __all__ = ["CHUNK_MAX", "CLUSTER_CHUNK_MAX", "Execution", "chunk_size", "execute"]
 
