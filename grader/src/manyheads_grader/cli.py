@@ -21,7 +21,7 @@ from manyheads_grader import store  # noqa: E402
 from manyheads_grader import submissions as collect  # noqa: E402
 from manyheads_grader.execution.preflight import PreflightError  # noqa: E402
 from manyheads_grader.output import lms, report  # noqa: E402
-from manyheads_grader.records import FEEDBACK_DIR, GradingError, Options, default_jobs  # noqa: E402
+from manyheads_grader.records import FEEDBACK_DIR, GradingError, Options, RunFacts, default_jobs  # noqa: E402
 from manyheads_grader.review import versions  # noqa: E402
 from manyheads_grader.runner import grade  # noqa: E402
 from manyheads_grader.submissions import CollectError  # noqa: E402
@@ -35,6 +35,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="autograde a class's submissions with nbgrader (sandboxed, parallel)",
         description=__doc__.split("\n\n")[0],
     )
+    _what_to_grade(g)
+    _how_to_grade(g)
+    _what_to_write(g)
+    return parser
+
+
+def _what_to_grade(g: argparse.ArgumentParser) -> None:
     g.add_argument("assignment", metavar="ASSIGNMENT", help="assignment stem, e.g. 01_single_head_bottleneck")
     g.add_argument(
         "submissions",
@@ -53,6 +60,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="only the preflight: grade the release's reference answers and a blank release in the sandbox the class "
         "would use, and say whether grading works here (and if not, why)",
     )
+
+
+def _how_to_grade(g: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--jobs", type=int, default=default_jobs(), help="submissions graded at once (default: the cores + 1)"
     )
@@ -73,6 +83,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--column", help="the gradebook column to fill, e.g. 'Exercise 1 (123456)' (default: found by name)")
     g.add_argument("--no-sandbox", action="store_true", help="run student code without bubblewrap (trusted code only)")
     g.add_argument("--course", type=Path, help="course folder (default: the current folder, else this checkout)")
+
+
+def _what_to_write(g: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--feedback",
         choices=["student", "full"],
@@ -90,36 +103,30 @@ def build_parser() -> argparse.ArgumentParser:
         help="grade on a dask.distributed cluster, e.g. tcp://host:8786 (needs manyheads[cluster]; with --jobs N "
         "the class is cut into at least N tasks of at most 10 students)",
     )
-    return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+def _invalid(args) -> str | None:
+    """What is wrong with the command line's values, in one line, or None."""
     if args.jobs < 1 or args.timeout < 1:
-        print("manyheads grade: --jobs and --timeout must be at least 1", file=sys.stderr)
-        return 2
+        return "--jobs and --timeout must be at least 1"
     if args.db and not args.db.startswith(("postgresql", "sqlite")):
-        print("manyheads grade: --db must be a postgresql:// or sqlite:/// URL", file=sys.stderr)
-        return 2
+        return "--db must be a postgresql:// or sqlite:/// URL"
     if args.scheduler and not args.scheduler.startswith(("tcp://", "tls://")):
-        print("manyheads grade: --scheduler must be a tcp://HOST:PORT (or tls://) address", file=sys.stderr)
-        return 2
+        return "--scheduler must be a tcp://HOST:PORT (or tls://) address"
     if args.gradebook is not None and not args.gradebook.is_file():
-        print(f"manyheads grade: --gradebook {args.gradebook}: no such file", file=sys.stderr)
-        return 2
-    if args.check:
-        return _check(args)
-    if args.submissions is None or args.out is None:
-        print("manyheads grade: SUBMISSIONS and --out are required (but with --check)", file=sys.stderr)
-        return 2
-    try:  # names only, so that a layout or gradebook problem stops the command before grading starts
-        layout = collect.plan(args.submissions, args.pattern, args.lms)
-        if args.gradebook is not None:
-            header = lms.Table.read(args.gradebook).rows[0]
-            lms.template(header, layout.lms, args.assignment, args.column, args.gradebook)
-    except (CollectError, lms.LmsError) as exc:
-        print(f"manyheads grade: {exc}", file=sys.stderr)
-        return 2
+        return f"--gradebook {args.gradebook}: no such file"
+    if not args.check and (args.submissions is None or args.out is None):
+        return "SUBMISSIONS and --out are required (but with --check)"
+    return None
+
+
+def _plan(args) -> lms.Plan:
+    """Whose file is whose, from the names only, so that a layout or gradebook problem stops the command before
+    grading starts (CollectError, LmsError); the files that belong to no student are listed on stderr."""
+    layout = collect.plan(args.submissions, args.pattern, args.lms)
+    if args.gradebook is not None:
+        header = lms.Table.read(args.gradebook).rows[0]
+        lms.template(header, layout.lms, args.assignment, args.column, args.gradebook)
     if layout.unmatched:
         print(
             f"manyheads grade: not graded, these notebooks belong to no student ({len(layout.unmatched)}):",
@@ -127,7 +134,11 @@ def main(argv: list[str] | None = None) -> int:
         )
         for name, why in sorted(layout.unmatched.items()):
             print(f"  {name}: {why}", file=sys.stderr)
-    opts = Options(
+    return layout
+
+
+def _options(args) -> Options:
+    return Options(
         jobs=args.jobs,
         timeout=args.timeout,
         db=args.db,
@@ -139,18 +150,12 @@ def main(argv: list[str] | None = None) -> int:
         scheduler=args.scheduler,
         quiet=args.quiet,
     )
-    try:
-        rows, facts = grade(args.assignment, args.submissions, args.out, opts, course=args.course)
-    except PreflightError as exc:
-        print(f"manyheads grade: {exc}", file=sys.stderr)
-        return 3
-    except (GradingError, CollectError) as exc:
-        print(f"manyheads grade: {exc}", file=sys.stderr)
-        return 2
+
+
+def _write_outputs(args, layout: lms.Plan) -> tuple[list, RunFacts, lms.Result | None]:
+    """Every output, made from the class result as kept under OUT (a re-grade or a rescore can make them again
+    without executing anything): grades.csv, report.md, the LMS files, report.html."""
     out = args.out
-    # The class's result is kept (OUT/records/class.json), and every output is made from what was kept: a re-grade
-    # or a rescore can make them again without executing anything.
-    store.write_class(out, rows, facts)
     rows, facts = store.read_class(out)
     report.write_csv(out / "grades.csv", rows, facts.test_ids)
     report.write_report(out / "report.md", rows, facts)
@@ -167,6 +172,11 @@ def main(argv: list[str] | None = None) -> int:
         with open(out / "report.md", "a", encoding="utf-8") as f:
             f.write("\n".join(lms_lines) + "\n")
     report.write_html(out / "report.html", rows, facts, lms_lines)  # the same report, with figures
+    return rows, facts, exported
+
+
+def _say_done(args, layout: lms.Plan, rows: list, facts: RunFacts, exported: lms.Result | None) -> None:
+    out = args.out
     counts = {s: sum(r.status == s for r in rows) for s in ("graded", "repaired", "failed")}
     on_other = f" ({versions.version_summary(facts)}: see the report)" if versions.version_summary(facts) else ""
     print(
@@ -182,6 +192,31 @@ def main(argv: list[str] | None = None) -> int:
         )
         for note in exported.notes:
             print(f"  check: {note}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if problem := _invalid(args):
+        print(f"manyheads grade: {problem}", file=sys.stderr)
+        return 2
+    if args.check:
+        return _check(args)
+    try:
+        layout = _plan(args)
+    except (CollectError, lms.LmsError) as exc:
+        print(f"manyheads grade: {exc}", file=sys.stderr)
+        return 2
+    try:
+        rows, facts = grade(args.assignment, args.submissions, args.out, _options(args), course=args.course)
+    except PreflightError as exc:
+        print(f"manyheads grade: {exc}", file=sys.stderr)
+        return 3
+    except (GradingError, CollectError) as exc:
+        print(f"manyheads grade: {exc}", file=sys.stderr)
+        return 2
+    store.write_class(args.out, rows, facts)  # the class result is kept; the outputs are made from what was kept
+    rows, facts, exported = _write_outputs(args, layout)
+    _say_done(args, layout, rows, facts, exported)
     return 0 if exported is not None else 2
 
 
