@@ -468,13 +468,12 @@ def test_the_grader_reports_zeroed_parts_and_open_routes_from_the_students_cells
     graded = nbformat.read(CourseLayout(REPO_ROOT).release("01_single_head_bottleneck"), as_version=4)
     test = next(c for c in graded.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "test_softmax")
     test.outputs = [nbformat.v4.new_output("error", ename="OwnWorkError", evalue="softmax: evidence", traceback=[])]
-    row = records.Row("ann", notebook=nb)
-    own_work.apply_rule(row, graded, ["test_softmax", "test_attention_entropy"], helpers, release)
-    assert row.zeroed == {"test_softmax": "softmax: evidence"}
-    assert "own work: test_softmax got no points: softmax: evidence" in records.texts(row.problems)
+    zeroed, problems = own_work.findings(nb, graded, ["test_softmax", "test_attention_entropy"], helpers, release)
+    assert zeroed == {"test_softmax": "softmax: evidence"}
+    assert "own work: test_softmax got no points: softmax: evidence" in records.texts(problems)
     flagged = f"own work, look by hand: extra cell {len(nb.cells)}: uses _reference, defined only in the hidden tests"
-    assert flagged in records.texts(row.problems) and len(row.problems) == 2, row.problems
-    assert {p.kind for p in row.problems} == {records.ProblemKind.OWN_WORK}  # both wait for a human
+    assert flagged in records.texts(problems) and len(problems) == 2, problems
+    assert {p.kind for p in problems} == {records.ProblemKind.OWN_WORK}  # both wait for a human
 
 
 @pytest.mark.slow

@@ -8,28 +8,35 @@ import re
 
 import nbformat
 
+from manyheads_grader.records import CellOutcome, Outcome
 from manyheads_grader.review import versions
 
 RUN_NOTES = {
-    "time": "a cell ran past its time limit (an infinite loop?) and was stopped",
-    "memory": "a cell ran out of memory (MemoryError)",
-    "output": "output cut at the grader's limit",
+    Outcome.TIME: "a cell ran past its time limit (an infinite loop?) and was stopped",
+    Outcome.MEMORY: "a cell ran out of memory (MemoryError)",
+    Outcome.OUTPUT: "output cut at the grader's limit",
 }
 
 
-def run_notes(nb: nbformat.NotebookNode) -> list[str]:
-    """What happened while the graded notebook ran that the instructor should know (limits hit), from its outputs."""
-    hit = set()
-    for cell in nb.cells:
+def cell_outcomes(nb: nbformat.NotebookNode) -> list[CellOutcome]:
+    """The cells of a graded notebook that hit a limit (time, memory, output), with the evidence, from its outputs."""
+    found = []
+    for index, cell in enumerate(nb.cells):
         for out in cell.get("outputs", []):
             if out.get("output_type") == "error":
                 if out.get("ename") in ("KeyboardInterrupt", "CellTimeoutError", "TimeoutError"):
-                    hit.add("time")
+                    found.append(CellOutcome(index, Outcome.TIME, out.get("ename")))
                 elif out.get("ename") == "MemoryError":
-                    hit.add("memory")
+                    found.append(CellOutcome(index, Outcome.MEMORY, "MemoryError"))
             elif "[output cut by the grader" in str(out.get("text", "")):
-                hit.add("output")
-    return [RUN_NOTES[k] for k in RUN_NOTES if k in hit]
+                found.append(CellOutcome(index, Outcome.OUTPUT, "[output cut by the grader ...]"))
+    return found
+
+
+def run_notes(cells) -> list[str]:
+    """What the instructor should know of a graded notebook's run (the limits its cells hit), once per kind."""
+    hit = {c.kind for c in cells}
+    return [RUN_NOTES[k] for k in Outcome if k in hit]
 
 
 def hidden_helpers(source: nbformat.NotebookNode) -> set[str]:

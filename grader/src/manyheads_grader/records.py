@@ -1,6 +1,8 @@
-"""The grader's shared records: one :class:`Row` per student, each :class:`Problem` with its :class:`ProblemKind`,
-what the run observed (:class:`RunFacts`, :class:`VersionFacts`), the sandbox's :class:`Limits`, the run's
-:class:`Options`, and :class:`GradingError`.
+"""The grader's shared records: each stage's frozen record of a student (:class:`Checked`, :class:`Executed` with its
+:class:`CellOutcome` list, :class:`Scored`, :class:`Reviewed`), joined into the class result, one :class:`Row` per
+student (:func:`class_result`); each :class:`Problem` with its :class:`ProblemKind`, what the run observed
+(:class:`RunFacts`, :class:`VersionFacts`), the sandbox's :class:`Limits`, the run's :class:`Options`, and
+:class:`GradingError`.
 
 Every other module of the grader reads and writes these; this module imports none of them.
 """
@@ -77,6 +79,9 @@ class Limits:
 
 @dataclass
 class Row:
+    """The class result for one student (:func:`class_result`): what every output reads (grades.csv, the report,
+    the LMS files) and what ``store`` keeps under OUT."""
+
     student_id: str
     status: str = "failed"
     problems: list[Problem] = field(default_factory=list)
@@ -92,6 +97,108 @@ class Row:
     submitted: nbformat.NotebookNode | None = None  # the file as handed in, cut to what flags.out_of_order compares
     name: str = ""  # the display name from the LMS's file names, if any (never the id)
     version: str | None = None  # the course release the notebook was written for (versions.py); None: unknown
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# The stages' records, one per student and stage; each stage is a function from the records before it to its own.
+
+
+@dataclass(frozen=True, eq=False)  # eq=False: two students with the same notebook are two records
+class Checked:
+    """The checked stage's record of one student: the notebook to grade (None: nothing readable to grade), the file
+    as handed in (for the review), the release it was written for, and what was found and repaired."""
+
+    student_id: str
+    name: str = ""  # the display name from the LMS's file names, if any (never the id)
+    notebook: nbformat.NotebookNode | None = None
+    submitted: nbformat.NotebookNode | None = None  # as handed in, cut to what flags.out_of_order compares
+    version: str | None = None  # the course release the notebook was written for; None: unknown
+    repaired: bool = False
+    problems: tuple[Problem, ...] = ()
+
+
+class Outcome(enum.Enum):
+    """What a cell of a graded notebook ran into (read from its outputs): what the report's run notes say."""
+
+    TIME = "time"  # stopped at its time limit
+    MEMORY = "memory"  # MemoryError
+    OUTPUT = "output"  # its output cut at the grader's limit
+
+
+@dataclass(frozen=True)
+class CellOutcome:
+    """One cell's run, where it hit a limit: which cell (its index in the graded notebook), what, and the evidence
+    (the error's name, or the output's cut)."""
+
+    cell: int
+    kind: Outcome
+    evidence: str
+
+
+@dataclass(frozen=True, eq=False)
+class Executed:
+    """The executed stage's record of one student: the notebook nbgrader graded (None: none came out, and
+    ``problems`` says why), the cells that hit a limit."""
+
+    student_id: str
+    graded: nbformat.NotebookNode | None = None
+    cells: tuple[CellOutcome, ...] = ()
+    problems: tuple[Problem, ...] = ()
+
+
+@dataclass(frozen=True)
+class Scored:
+    """The scored stage's record of one student: points per test, the own-work rule's zeros with their evidence,
+    the failed tests' messages, the feedback page, and the status (graded, repaired or failed)."""
+
+    student_id: str
+    status: str = "failed"
+    score: float | None = None
+    max_score: float | None = None
+    tests: dict[str, float | None] = field(default_factory=dict)
+    zeroed: dict[str, str] = field(default_factory=dict)
+    failures: dict[str, str] = field(default_factory=dict)
+    feedback: Path | None = None
+    problems: tuple[Problem, ...] = ()
+
+
+@dataclass(frozen=True)
+class Reviewed:
+    """The reviewed stage's record of one student: the integrity flags a human looks at (no points change)."""
+
+    student_id: str
+    flags: tuple[str, ...] = ()
+
+
+def class_result(
+    checked: list[Checked], executed: dict[str, Executed], scored: dict[str, Scored], reviewed: dict[str, Reviewed]
+) -> list[Row]:
+    """The class result: one Row per checked student, each stage's part joined (problems in the stages' order)."""
+    rows = []
+    for c in checked:
+        ex, sc = executed.get(c.student_id), scored.get(c.student_id, Scored(c.student_id))
+        rv = reviewed.get(c.student_id, Reviewed(c.student_id))
+        problems = [*c.problems, *(ex.problems if ex else ()), *sc.problems]
+        rows.append(
+            Row(
+                c.student_id,
+                status=sc.status,
+                problems=problems,
+                score=sc.score,
+                max_score=sc.max_score,
+                tests=dict(sc.tests),
+                notebook=c.notebook,
+                feedback=sc.feedback,
+                repaired=c.repaired,
+                zeroed=dict(sc.zeroed),
+                failures=dict(sc.failures),
+                flags=list(rv.flags),
+                submitted=c.submitted,
+                name=c.name,
+                version=c.version,
+            )
+        )
+    return rows
 
 
 @dataclass(frozen=True)

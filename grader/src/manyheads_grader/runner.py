@@ -32,14 +32,25 @@ from pathlib import Path
 import nbformat
 
 from manyheads.course.layout import CourseLayout
-from manyheads_grader import notebooks
+from manyheads_grader import notebooks, store
 from manyheads_grader.execution import budget, preflight, sandbox
 from manyheads_grader.execution.executing import CHUNK_MAX, CLUSTER_CHUNK_MAX, Execution, chunk_size, execute
 from manyheads_grader.execution.processes import no_leftovers
 from manyheads_grader.execution.worker import Worker
 from manyheads_grader.nbgrader.command import nbgrader
 from manyheads_grader.output import feedback, gradebook
-from manyheads_grader.records import FEEDBACK_DIR, GradingError, Options, Release, Row, Run, RunFacts, VersionFacts
+from manyheads_grader.records import (
+    FEEDBACK_DIR,
+    Checked,
+    GradingError,
+    Options,
+    Release,
+    Row,
+    Run,
+    RunFacts,
+    VersionFacts,
+    class_result,
+)
 from manyheads_grader.review import versions
 from manyheads_grader.review.checking import check_submissions
 from manyheads_grader.review.reviewing import review_class
@@ -179,10 +190,10 @@ def _publish(run: Run, execution: Execution) -> None:
         shutil.rmtree(run.work, ignore_errors=True)
 
 
-def _facts(run: Run, rows: list[Row], release: Release, execution: Execution, **more) -> RunFacts:
+def _facts(run: Run, checked: list[Checked], release: Release, execution: Execution, **more) -> RunFacts:
     released = run.source / "exercises" / run.assignment / f"{run.assignment}.ipynb"
     course = versions.course(released if released.is_file() else release.notebook)
-    mismatches = versions.compare({r.student_id: r.version for r in rows if r.notebook is not None}, course.expected)
+    mismatches = versions.compare({c.student_id: c.version for c in checked if c.notebook is not None}, course.expected)
     found = VersionFacts(
         course.expected, course.release, course.package, course.disagreement(), mismatches.other, mismatches.unknown
     )
@@ -203,26 +214,32 @@ def _facts(run: Run, rows: list[Row], release: Release, execution: Execution, **
 
 
 def _grade_with(workers: list[Worker], submissions: Path | None, run: Run) -> tuple[list[Row], RunFacts]:
-    """The stages in order: release, found and checked, the preflight, executed, scored, reviewed, published."""
+    """The stages in order: release, found and checked, the preflight, executed, scored, reviewed, published; each
+    stage's records are kept under OUT/records."""
     opts = run.opts
     release = _release(run)
-    rows, skipped = [], []
+    checked, skipped = [], []
     if not opts.check:
-        rows, skipped = check_submissions(submissions, release.notebook, run.assignment, opts.pattern, opts.lms)
-    todo = [r for r in rows if r.notebook is not None]
+        checked, skipped = check_submissions(submissions, release.notebook, run.assignment, opts.pattern, opts.lms)
+    todo = [c for c in checked if c.notebook is not None]
     jobs = 1 if opts.check else max(1, min(opts.jobs, len(todo)))
     for worker in workers[jobs:]:
         worker.close()
     workers = workers[:jobs]
     for worker in workers:
         worker.take_course(run.master)
-    checked = _preflight(workers, release, run)
+    ready = _preflight(workers, release, run)
     if opts.check:
-        return [], RunFacts(run.assignment, release.points, preflight=checked.summary(), seconds=run.seconds())
-    execution = execute(workers, todo, release.test_ids, run, jobs, checked.forked if checked else 0)
-    graded = score_class(rows, execution, release, run)
-    groups = review_class(rows, graded, release)
+        return [], RunFacts(run.assignment, release.points, preflight=ready.summary(), seconds=run.seconds())
+    execution = execute(workers, todo, release.test_ids, run, jobs, ready.forked if ready else 0)
+    scored = score_class(checked, execution, release, run)
+    graded = {s: e.graded for s, e in execution.students.items() if scored[s].status != "failed"}
+    reviewed, groups = review_class(checked, graded, release)
+    rows = class_result(checked, execution.students, scored, reviewed)
     _publish(run, execution)
-    ran = checked.summary() if checked else "not run" + (" (graded on a cluster)" if opts.scheduler else "")
+    store.write_stages(run.out, run.assignment, checked, execution.students, scored, reviewed)  # OUT/course: published
+    ran = ready.summary() if ready else "not run" + (" (graded on a cluster)" if opts.scheduler else "")
     identical = [dataclasses.asdict(g) for g in groups]  # the report lists one line per group
-    return rows, _facts(run, rows, release, execution, identical=identical, skipped=skipped, jobs=jobs, preflight=ran)
+    return rows, _facts(
+        run, checked, release, execution, identical=identical, skipped=skipped, jobs=jobs, preflight=ran
+    )

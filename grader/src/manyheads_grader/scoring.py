@@ -5,13 +5,22 @@ rule's zeros, the messages of its failed tests and its feedback page.
 from __future__ import annotations
 
 import shutil
-
-import nbformat
+from dataclasses import replace
 
 from manyheads_grader import notebooks
 from manyheads_grader.execution.executing import Execution
 from manyheads_grader.output import gradebook, report
-from manyheads_grader.records import FEEDBACK_DIR, Problem, ProblemKind, Release, Row, Run, not_graded
+from manyheads_grader.records import (
+    FEEDBACK_DIR,
+    Checked,
+    Executed,
+    Problem,
+    ProblemKind,
+    Release,
+    Run,
+    Scored,
+    not_graded,
+)
 from manyheads_grader.review import own_work
 
 __all__ = ["score_class"]
@@ -28,45 +37,56 @@ def _scores(execution: Execution, assignment: str) -> dict[str, dict]:
     return scores
 
 
-def _score_row(row: Row, graded: nbformat.NotebookNode, got: dict, release: Release) -> None:
-    row.tests = {g: got.get(g, (None,))[0] for g in release.test_ids}
+def _score(checked: Checked, executed: Executed, got: dict, release: Release) -> Scored:
+    """A graded notebook's points per test, its run notes, the own-work rule's zeros, its failed tests' messages."""
+    tests = {g: got.get(g, (None,))[0] for g in release.test_ids}
+    problems = []
     pending = [g for g in release.test_ids if got.get(g, (None, 0, True))[2]]
     if pending:
-        row.problems.append(
+        problems.append(
             Problem(ProblemKind.MANUAL, f"needs a manual look: no automatic score for {', '.join(pending)}")
         )
-    row.problems += [Problem(ProblemKind.RUN, note) for note in notebooks.run_notes(graded)]
-    own_work.apply_rule(row, graded, release.test_ids, set(release.helpers), release.notebook)
-    row.failures = report.failures(graded)
-    row.score = float(sum(v or 0.0 for v in row.tests.values()))
-    row.max_score = float(sum(release.points.values()))
-    row.status = "repaired" if row.repaired else "graded"
+    problems += [Problem(ProblemKind.RUN, note) for note in notebooks.run_notes(executed.cells)]
+    zeroed, own_work_problems = own_work.findings(
+        checked.notebook, executed.graded, release.test_ids, set(release.helpers), release.notebook
+    )
+    return Scored(
+        checked.student_id,
+        status="repaired" if checked.repaired else "graded",
+        score=float(sum(v or 0.0 for v in tests.values())),
+        max_score=float(sum(release.points.values())),
+        tests=tests,
+        zeroed=zeroed,
+        failures=report.failures(executed.graded),
+        problems=tuple(problems + own_work_problems),
+    )
 
 
-def _copy_feedback(row: Row, worker, run: Run) -> None:
-    html = worker.root / "feedback" / row.student_id / run.assignment / f"{run.assignment}.html"
-    if html.is_file():
-        row.feedback = run.out / FEEDBACK_DIR[run.opts.feedback] / row.student_id / f"{run.assignment}.html"
-        row.feedback.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(html, row.feedback)
-    else:
-        row.problems.append(Problem(ProblemKind.NO_FEEDBACK, "no feedback file was produced"))
+def _copy_feedback(scored: Scored, worker, run: Run) -> Scored:
+    """The student's feedback page, copied to OUT (or a problem saying none was produced)."""
+    html = worker.root / "feedback" / scored.student_id / run.assignment / f"{run.assignment}.html"
+    if not html.is_file():
+        return replace(
+            scored, problems=(*scored.problems, Problem(ProblemKind.NO_FEEDBACK, "no feedback file was produced"))
+        )
+    target = run.out / FEEDBACK_DIR[run.opts.feedback] / scored.student_id / f"{run.assignment}.html"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(html, target)
+    return replace(scored, feedback=target)
 
 
-def score_class(rows: list[Row], execution: Execution, release: Release, run: Run) -> dict[str, nbformat.NotebookNode]:
-    """Score every row that nbgrader graded (the others fail, saying so); returns the graded notebooks by student,
-    read once, for the review."""
+def score_class(checked: list[Checked], execution: Execution, release: Release, run: Run) -> dict[str, Scored]:
+    """Score every student that nbgrader graded; the others fail, saying so (unless the checked or executed stage
+    already said why)."""
     scores = _scores(execution, run.assignment)
-    graded_notebooks = {}
-    for row in rows:
-        worker = execution.where.get(row.student_id)
-        if worker is None or not worker.autograded(row).is_file() or row.student_id not in scores:
-            row.status = "failed"
-            if row.notebook is not None and not any(p.kind is ProblemKind.NOT_GRADED for p in row.problems):
-                row.problems.append(not_graded())
+    scored = {}
+    for student in checked:
+        sid = student.student_id
+        executed = execution.students.get(sid)
+        if executed is None or executed.graded is None or sid not in scores:
+            said = any(p.kind is ProblemKind.NOT_GRADED for p in executed.problems) if executed else False
+            why = () if student.notebook is None or said else (not_graded(),)
+            scored[sid] = Scored(sid, problems=why)
             continue
-        graded = nbformat.read(worker.autograded(row), as_version=4)  # once: the checks only read it
-        _score_row(row, graded, scores[row.student_id], release)
-        graded_notebooks[row.student_id] = graded
-        _copy_feedback(row, worker, run)
-    return graded_notebooks
+        scored[sid] = _copy_feedback(_score(student, executed, scores[sid], release), execution.where[sid], run)
+    return scored

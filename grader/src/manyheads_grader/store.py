@@ -3,6 +3,11 @@
 what the run observed (:class:`~manyheads_grader.records.RunFacts`), so that the outputs can be made again from it
 without executing anything: a re-grade's merge and a rescore read it back.
 
+Each stage's own records are kept beside it (``OUT/records/<stage>.json`` for checked, executed, scored and
+reviewed; :func:`write_stages`, :func:`read_stage`): the checked notebooks themselves (a re-grade compares every
+student's answers again), each executed notebook's place in ``OUT/course`` with the cells that hit a limit, the
+scores, the flags.
+
 The file says which record format wrote it; :func:`read_class` reads this format only and says what to do with
 another, a damaged file or none.
 """
@@ -13,9 +18,23 @@ import dataclasses
 import json
 from pathlib import Path
 
-from manyheads_grader.records import Problem, ProblemKind, Row, RunFacts, VersionFacts
+import nbformat
 
-__all__ = ["FORMAT", "RECORDS", "RecordsError", "write_class", "read_class"]
+from manyheads_grader.records import (
+    CellOutcome,
+    Checked,
+    Executed,
+    Outcome,
+    Problem,
+    ProblemKind,
+    Reviewed,
+    Row,
+    RunFacts,
+    Scored,
+    VersionFacts,
+)
+
+__all__ = ["FORMAT", "RECORDS", "STAGES", "RecordsError", "write_class", "read_class", "write_stages", "read_stage"]
 
 FORMAT = 1  # raise it when a field's meaning changes, and teach read_class the old one if it must still be read
 RECORDS = Path("records") / "class.json"
@@ -80,3 +99,145 @@ def _read_row(data: dict, out: Path) -> Row:
     row.repaired, row.version = data["repaired"], data["version"]
     row.feedback = None if data["feedback"] is None else out / data["feedback"]
     return row
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Each stage's records: OUT/records/<stage>.json
+
+STAGES = ("checked", "executed", "scored", "reviewed")
+
+
+def _problems(problems) -> list[dict]:
+    return [{"kind": p.kind.value, "text": p.text, "detail": p.detail} for p in problems]
+
+
+def _read_problems(data: list[dict]) -> tuple[Problem, ...]:
+    return tuple(Problem(ProblemKind(p["kind"]), p["text"], p["detail"]) for p in data)
+
+
+def _graded_path(out: Path, assignment: str, student: str) -> Path:
+    """Where a student's executed notebook lies once the course is published (``OUT/course``)."""
+    return out / "course" / "autograded" / student / assignment / f"{assignment}.ipynb"
+
+
+def _write(path: Path, stage: str, students: list[dict], **more) -> None:
+    data = {"format": FORMAT, "stage": stage, **more, "students": students}
+    partial = path.with_suffix(".json.partial")
+    partial.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+    partial.replace(path)
+
+
+def write_stages(
+    out: Path, assignment: str, checked: list[Checked], executed: dict[str, Executed], scored: dict, reviewed: dict
+) -> None:
+    """Write every stage's records to ``OUT/records/<stage>.json`` (each whole, then renamed into place)."""
+    out = Path(out).resolve()
+    folder = out / RECORDS.parent
+    folder.mkdir(parents=True, exist_ok=True)
+    _write(folder / "checked.json", "checked", [_checked(c) for c in checked])
+    _write(
+        folder / "executed.json",
+        "executed",
+        [_executed(e, _graded_path(out, assignment, s).relative_to(out)) for s, e in executed.items()],
+        assignment=assignment,
+    )
+    _write(folder / "scored.json", "scored", [_scored(s, out) for s in scored.values()])
+    _write(
+        folder / "reviewed.json",
+        "reviewed",
+        [{"student_id": r.student_id, "flags": list(r.flags)} for r in reviewed.values()],
+    )
+
+
+def _notebook(nb) -> dict | None:
+    return None if nb is None else json.loads(nbformat.writes(nb))
+
+
+def _checked(c: Checked) -> dict:
+    return {
+        "student_id": c.student_id,
+        "name": c.name,
+        "version": c.version,
+        "repaired": c.repaired,
+        "problems": _problems(c.problems),
+        "notebook": _notebook(c.notebook),
+        "submitted": _notebook(c.submitted),
+    }
+
+
+def _executed(e: Executed, graded: Path) -> dict:
+    return {
+        "student_id": e.student_id,
+        "graded": None if e.graded is None else graded.as_posix(),
+        "cells": [{"cell": c.cell, "kind": c.kind.value, "evidence": c.evidence} for c in e.cells],
+        "problems": _problems(e.problems),
+    }
+
+
+def _scored(s: Scored, out: Path) -> dict:
+    data = {f.name: getattr(s, f.name) for f in dataclasses.fields(Scored) if f.name not in ("problems", "feedback")}
+    data["problems"] = _problems(s.problems)
+    data["feedback"] = None if s.feedback is None else str(Path(s.feedback).relative_to(out))
+    return data
+
+
+def read_stage(out: Path, stage: str) -> list:
+    """One stage's records as :func:`write_stages` stored them (executed notebooks read from ``OUT/course``);
+    :class:`RecordsError` says what is wrong."""
+    if stage not in STAGES:
+        raise RecordsError(f"no stage {stage!r}: the stages kept are {', '.join(STAGES)}")
+    out = Path(out).resolve()
+    path = out / RECORDS.parent / f"{stage}.json"
+    if not path.is_file():
+        raise RecordsError(f"{path} does not exist: grade the class into {out} first (manyheads grade ... --out {out})")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise RecordsError(f"{path} cannot be read ({exc}): grade the class again into {out}") from exc
+    found = data.get("format") if isinstance(data, dict) else None
+    if found != FORMAT or data.get("stage") != stage:
+        raise RecordsError(
+            f"{path} is in record format {found!r}; this grader reads format {FORMAT}. Use the manyheads-grader "
+            f"release that wrote it, or grade the class again into {out}"
+        )
+    try:
+        return [_READERS[stage](student, out) for student in data["students"]]
+    except (KeyError, TypeError, ValueError, OSError) as exc:
+        raise RecordsError(
+            f"{path} is damaged ({type(exc).__name__}: {exc}): grade the class again into {out}"
+        ) from exc
+
+
+def _read_notebook(data: dict | None):
+    return None if data is None else nbformat.reads(json.dumps(data), as_version=4)  # as nbformat reads a file
+
+
+def _read_checked(d: dict, out: Path) -> Checked:
+    return Checked(
+        d["student_id"],
+        name=d["name"],
+        notebook=_read_notebook(d["notebook"]),
+        submitted=_read_notebook(d["submitted"]),
+        version=d["version"],
+        repaired=d["repaired"],
+        problems=_read_problems(d["problems"]),
+    )
+
+
+def _read_executed(d: dict, out: Path) -> Executed:
+    graded = None if d["graded"] is None else nbformat.read(out / d["graded"], as_version=4)
+    cells = tuple(CellOutcome(c["cell"], Outcome(c["kind"]), c["evidence"]) for c in d["cells"])
+    return Executed(d["student_id"], graded, cells, _read_problems(d["problems"]))
+
+
+def _read_scored(d: dict, out: Path) -> Scored:
+    feedback = None if d["feedback"] is None else out / d["feedback"]
+    return Scored(**{**d, "problems": _read_problems(d["problems"]), "feedback": feedback})
+
+
+_READERS = {
+    "checked": _read_checked,
+    "executed": _read_executed,
+    "scored": _read_scored,
+    "reviewed": lambda d, out: Reviewed(d["student_id"], tuple(d["flags"])),
+}

@@ -25,7 +25,7 @@ from pathlib import Path
 import nbformat
 
 from manyheads_grader.execution.worker import Worker
-from manyheads_grader.records import GradingError, Options, Row, not_graded
+from manyheads_grader.records import Checked, GradingError, Options, Run, not_graded
 
 EXTRA = "cluster"  # pip install "manyheads-grader[cluster]"
 RETRIES = 2  # re-runs of a task that raised (a worker that died counts against allowed-failures instead)
@@ -67,8 +67,8 @@ def grade_chunk(course: bytes, assignment: str, db: str, opts: Options, index: i
         _unpack(course, Path(tmp) / "course")
         worker = Worker(index, Path(tmp) / "course", Path(tmp), assignment, db, opts)
         try:
-            rows = [Row(s, notebook=nbformat.reads(text, as_version=4)) for s, text in notebooks.items()]
-            worker.autograde(rows)
+            students = [Checked(s, notebook=nbformat.reads(text, as_version=4)) for s, text in notebooks.items()]
+            failed = worker.autograde(students)
             worker.feedback()
         finally:
             worker.close()
@@ -76,7 +76,7 @@ def grade_chunk(course: bytes, assignment: str, db: str, opts: Options, index: i
         names.append("template.log")  # the report's count of kernels forked from a template
         return {
             "files": _pack(worker.root, names),
-            "problems": {r.student_id: r.problems for r in rows},
+            "failed": failed,  # student -> why nbgrader graded none
             "log": worker.log,
             "template_failure": worker.template_failure,  # the report's one line on why no kernel was forked
         }
@@ -92,49 +92,54 @@ class _Returned(Worker):
         self.template_failure = template_failure  # as the cluster's worker saw it (Worker.why_not_forked reads it)
 
 
-def grade_on_cluster(
-    address: str, master: Path, work: Path, assignment: str, db: str, opts: Options, tasks, where: dict
-) -> list[Worker]:
-    """Grade every chunk in ``tasks`` (a queue of Row lists) on the cluster; fill ``where`` like the local loop."""
+def _submit(client, course: bytes, run: Run, chunks: list[list]) -> dict:
+    """Each chunk as one task on the cluster: {future: (index, chunk)}."""
+    return {
+        client.submit(
+            grade_chunk,
+            course,
+            run.assignment,
+            run.db,
+            run.opts,
+            i,  # the sandbox user (when grading as root): distinct for chunks that share a machine
+            {r.student_id: nbformat.writes(r.notebook) for r in chunk},
+            retries=RETRIES,
+            pure=False,
+        ): (i, chunk)
+        for i, chunk in enumerate(chunks)
+    }
+
+
+def grade_on_cluster(run: Run, tasks, where: dict, failed: dict) -> list[Worker]:
+    """Grade every chunk in ``tasks`` (a queue of lists of checked students) on the cluster; fill ``where`` and
+    ``failed`` (student -> why nbgrader graded none) like the local loop."""
     from distributed import as_completed
 
-    client = _client(address)
-    course = _pack(master, [p.name for p in master.iterdir()])
-    chunks: list[list[Row]] = []
+    client = _client(run.opts.scheduler)
+    course = _pack(run.master, [p.name for p in run.master.iterdir()])
+    chunks: list[list] = []
     while not tasks.empty():
         chunks.append(tasks.get_nowait())
     returned = []
     try:
-        futures = {
-            client.submit(
-                grade_chunk,
-                course,
-                assignment,
-                db,
-                opts,
-                i,  # the sandbox user (when grading as root): distinct for chunks that share a machine
-                {r.student_id: nbformat.writes(r.notebook) for r in chunk},
-                retries=RETRIES,
-                pure=False,
-            ): (i, chunk)
-            for i, chunk in enumerate(chunks)
-        }
+        futures = _submit(client, course, run, chunks)
         for future in as_completed(futures):
             i, chunk = futures[future]
             try:
                 result = future.result()
             except Exception as exc:  # KilledWorker after allowed-failures, or the task raised RETRIES + 1 times
                 why = f"{type(exc).__name__}: {str(exc)[:200]}"
-                for row in chunk:
-                    row.problems.append(
-                        not_graded(f"the dask cluster lost it after its retries ({why}); grade it again")
+                for student in chunk:
+                    failed[student.student_id] = not_graded(
+                        f"the dask cluster lost it after its retries ({why}); grade it again"
                     )
                 continue
-            worker = _Returned(work / f"cluster-{i}", assignment, db, result["log"], result["template_failure"])
+            root = run.work / f"cluster-{i}"
+            worker = _Returned(root, run.assignment, run.db, result["log"], result["template_failure"])
             _unpack(result["files"], worker.root)
-            for row in chunk:
-                row.problems += result["problems"].get(row.student_id, [])
-                where[row.student_id] = worker
+            failed.update(result["failed"])
+            for student in chunk:
+                where[student.student_id] = worker
             returned.append(worker)
     finally:
         client.close()

@@ -14,10 +14,13 @@ import queue
 import threading
 from dataclasses import dataclass
 
+import nbformat
+
+from manyheads_grader import notebooks
 from manyheads_grader.execution import cluster
 from manyheads_grader.execution.worker import Worker
 from manyheads_grader.output import progress
-from manyheads_grader.records import Row, Run
+from manyheads_grader.records import Checked, Executed, Problem, Run
 
 __all__ = ["CHUNK_MAX", "CLUSTER_CHUNK_MAX", "Execution", "chunk_size", "execute"]
 
@@ -32,6 +35,7 @@ class Execution:
     """What the execution stage leaves: which worker graded each student (its gradebook, its autograded
     notebooks and feedback pages), the workers, and what the run observed of them."""
 
+    students: dict[str, Executed]  # student id -> the stage's record: the graded notebook, cells, why not graded
     where: dict[str, Worker]  # student id -> the worker that graded the notebook
     workers: list[Worker]  # every worker that graded something (on a cluster: the chunks it returned)
     forked: int  # kernels forked from a template process (the students', not the preflight's)
@@ -51,7 +55,7 @@ def chunk_size(n: int, jobs: int, most: int = CHUNK_MAX) -> int:
     return max(1, min(-(-n // chunks), per_job), min(2, per_job))
 
 
-def _queue(todo: list[Row], jobs: int, run: Run) -> queue.Queue:
+def _queue(todo: list[Checked], jobs: int, run: Run) -> queue.Queue:
     opts = run.opts
     chunk = opts.chunk or chunk_size(len(todo), jobs, CLUSTER_CHUNK_MAX if opts.scheduler else CHUNK_MAX)
     tasks: queue.Queue = queue.Queue()
@@ -60,7 +64,7 @@ def _queue(todo: list[Row], jobs: int, run: Run) -> queue.Queue:
     return tasks
 
 
-def _drain(worker: Worker, tasks: queue.Queue, where: dict[str, Worker], errors: list[BaseException]) -> None:
+def _drain(worker: Worker, tasks: queue.Queue, where: dict[str, Worker], failed: dict, errors: list) -> None:
     """One job: chunks from the queue until it is empty (one `nbgrader autograde`, then the chunk's feedback)."""
     try:
         while True:
@@ -68,16 +72,35 @@ def _drain(worker: Worker, tasks: queue.Queue, where: dict[str, Worker], errors:
                 batch = tasks.get_nowait()
             except queue.Empty:
                 break
-            for row in batch:
-                where[row.student_id] = worker
-            worker.autograde(batch)
+            for student in batch:
+                where[student.student_id] = worker
+            failed.update(worker.autograde(batch))
             worker.feedback()
     except BaseException as exc:  # reported after the other workers finish
         errors.append(exc)
 
 
+def _executed(student: Checked, worker: Worker | None, failed: dict[str, Problem]) -> Executed:
+    """A student's record of the stage: the graded notebook, read once (the later stages only read it), the cells
+    that hit a limit, and why nbgrader graded none."""
+    path = worker.autograded(student) if worker is not None else None
+    problems = (failed[student.student_id],) if student.student_id in failed else ()
+    if path is None or not path.is_file():
+        return Executed(student.student_id, problems=problems)
+    graded = nbformat.read(path, as_version=4)
+    return Executed(student.student_id, graded, tuple(notebooks.cell_outcomes(graded)), problems)
+
+
+def _phases(workers: list[Worker]) -> dict[str, float]:
+    phases: dict[str, float] = {}
+    for worker in workers:
+        for key, value in worker.phase_times().items():
+            phases[key] = phases.get(key, 0) + value
+    return phases
+
+
 def execute(
-    workers: list[Worker], todo: list[Row], test_ids: list[str], run: Run, jobs: int, preflight_forked: int
+    workers: list[Worker], todo: list[Checked], test_ids: list[str], run: Run, jobs: int, preflight_forked: int
 ) -> Execution:
     """Autograde ``todo`` on ``workers`` (or, with ``run.opts.scheduler``, on that cluster: ``workers`` is then
     empty), ``jobs`` chunks at a time; every worker is closed after. ``preflight_forked`` kernels were the
@@ -87,26 +110,22 @@ def execute(
         worker.progress, worker.test_ids = tracker, set(test_ids)
     tasks = _queue(todo, jobs, run)
     where: dict[str, Worker] = {}
+    failed: dict[str, Problem] = {}
     errors: list[BaseException] = []
-    threads = [threading.Thread(target=_drain, args=(w, tasks, where, errors)) for w in workers]
+    threads = [threading.Thread(target=_drain, args=(w, tasks, where, failed, errors)) for w in workers]
     for t in threads:
         t.start()
     for t in threads:
         t.join()
     if run.opts.scheduler:  # the same chunks, each graded by the same Worker code on a dask worker (cluster.py)
-        workers = cluster.grade_on_cluster(
-            run.opts.scheduler, run.master, run.work, run.assignment, run.db, run.opts, tasks, where
-        )
-    phases: dict[str, float] = {}
-    for worker in workers:
-        for key, value in worker.phase_times().items():
-            phases[key] = phases.get(key, 0) + value
+        workers = cluster.grade_on_cluster(run, tasks, where, failed)
     done = Execution(
+        {s.student_id: _executed(s, where.get(s.student_id), failed) for s in todo},
         where,
         workers,
         sum(w.kernels_from_template() for w in workers) - preflight_forked,
         next((why for w in workers if (why := w.why_not_forked())), ""),
-        phases,
+        _phases(workers),
     )
     for worker in workers:
         worker.close()

@@ -22,7 +22,7 @@ import nbformat
 
 from manyheads_grader.nbgrader.command import alembic_on_path
 from manyheads_grader.output import gradebook
-from manyheads_grader.records import GradingError, Row
+from manyheads_grader.records import Checked, GradingError
 
 REFERENCE, BLANK = "manyheads-preflight-reference", "manyheads-preflight-blank"
 # The lines of a kernel's stderr (or a notebook's error) that name a cause, most telling first.
@@ -169,9 +169,11 @@ def _run_once(worker, release, source, assignment: str, points: dict[str, float]
     logs = {p: p.stat().st_size if p.is_file() else 0 for p in _kernel_logs(worker)}
     forked_before = worker.kernels_from_template()
     log_before = len(worker.log)
-    rows = [Row(REFERENCE), Row(BLANK)]
-    rows[0].notebook, rows[1].notebook = reference_answers(release, source), copy.deepcopy(release)
-    worker.autograde(rows)
+    rows = [
+        Checked(REFERENCE, notebook=reference_answers(release, source)),
+        Checked(BLANK, notebook=copy.deepcopy(release)),
+    ]
+    failed = worker.autograde(rows)
     folder = worker.root / f"submitted-{worker.chunks}"
     scores = gradebook.scores(worker.db, assignment, [REFERENCE, BLANK])
     top = float(sum(points.values()))
@@ -188,7 +190,8 @@ def _run_once(worker, release, source, assignment: str, points: dict[str, float]
         graded = worker.autograded(row)
         errors = _notebook_errors(graded)
         if not graded.is_file() or row.student_id not in scores:
-            why = "; ".join(p.detail or p.text for p in row.problems) or "not graded"
+            problem = failed.get(row.student_id)
+            why = (problem.detail or problem.text) if problem else "not graded"
             result.problems.append(f"{what} could not be graded ({why})")
             result.ungraded += 1
         elif total(row.student_id) != want:

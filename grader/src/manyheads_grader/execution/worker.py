@@ -15,7 +15,7 @@ import nbformat
 from manyheads_grader.execution import kernel_client, kernel_fork, sandbox
 from manyheads_grader.nbgrader.session import Session
 from manyheads_grader.output import progress
-from manyheads_grader.records import Options, Problem, ProblemKind, Row, not_graded
+from manyheads_grader.records import Options, Problem, ProblemKind, not_graded
 
 STARTUP_DEATH = (
     "the kernel died at start-up, before any of the notebook ran: an environment problem, not the student's "
@@ -170,58 +170,54 @@ class Worker:
         if self.rt is not None:
             shutil.rmtree(self.rt, ignore_errors=True)
 
-    def autograde(self, rows: list[Row]) -> None:
+    def autograde(self, students: list) -> dict[str, Problem]:
+        """Autograde a chunk of students (records with ``student_id`` and ``notebook``) in one nbgrader run, then
+        each that did not come out alone; returns why nbgrader graded none, for each student it failed."""
         self.chunks += 1
-        if len(rows) > 1:  # its start-up (seconds) pays off from the second notebook; again if it died meanwhile
+        if len(students) > 1:  # its start-up (seconds) pays off from the second notebook; again if it died meanwhile
             self.start_template()
         folder = f"submitted-{self.chunks}"
-        for row in rows:
-            target = self.root / folder / row.student_id / self.assignment
+        for student in students:
+            target = self.root / folder / student.student_id / self.assignment
             target.mkdir(parents=True)
-            (target / f"{self.assignment}.ipynb").write_text(nbformat.writes(row.notebook), encoding="utf-8")
-        per_notebook = self.opts.timeout * 8 + 120
-        watch = progress.Watch(self.progress, rows, self.autograded, self.test_ids)
+            (target / f"{self.assignment}.ipynb").write_text(nbformat.writes(student.notebook), encoding="utf-8")
+        watch = progress.Watch(self.progress, students, self.autograded, self.test_ids)
+        log = self._run_autograde(folder, watch, len(students))
+        failed: dict[str, Problem] = {}
+        missing = [r for r in students if not self.autograded(r).is_file()]
+        if len(students) > 1 and missing:  # grade the ones that did not make it alone, so one cannot sink the rest
+            for student in missing:
+                log = self._run_autograde(folder, watch, 1, f"--student={student.student_id}")
+                if not self.autograded(student).is_file():
+                    failed[student.student_id] = why_failed(log, student.student_id)
+        elif missing:
+            failed[missing[0].student_id] = why_failed(log, missing[0].student_id)
+        for student in students:
+            if not self.autograded(student).is_file():
+                problem = failed.get(student.student_id)
+                watch.failed(student, (problem.detail if problem and problem.detail else "not graded"))
+        return failed
+
+    def _run_autograde(self, folder: str, watch, notebooks: int, *only: str) -> str:
+        """One ``nbgrader autograde`` of the submissions in ``folder`` (``only``: e.g. one ``--student``); its log."""
         began = time.monotonic()
         status, log = self.session.run(
             "autograde",
             self.assignment,
             "--force",
+            *only,
             f"--CourseDirectory.submitted_directory={folder}",
             *self.args,
-            timeout=per_notebook * len(rows),
+            timeout=(self.opts.timeout * 8 + 120) * notebooks,
             watch=watch,
         )
         self.nbgrader_seconds += time.monotonic() - began
-        watch(final=True)
         self.log.append(log)
-        missing = [r for r in rows if not self.autograded(r).is_file()]
-        if len(rows) > 1 and missing:  # grade the ones that did not make it alone, so one cannot sink the rest
-            for row in missing:
-                began = time.monotonic()
-                status, log = self.session.run(
-                    "autograde",
-                    self.assignment,
-                    "--force",
-                    f"--student={row.student_id}",
-                    f"--CourseDirectory.submitted_directory={folder}",
-                    *self.args,
-                    timeout=per_notebook,
-                    watch=watch,
-                )
-                self.nbgrader_seconds += time.monotonic() - began
-                self.log.append(log)
-                watch(final=True)
-                if not self.autograded(row).is_file():
-                    row.problems.append(why_failed(log, row.student_id))
-        elif missing:
-            missing[0].problems.append(why_failed(log, missing[0].student_id))
-        for row in rows:
-            if not self.autograded(row).is_file():
-                reasons = [p.detail for p in row.problems if p.kind is ProblemKind.NOT_GRADED and p.detail]
-                watch.failed(row, (reasons or ["not graded"])[-1])
+        watch(final=True)
+        return log
 
-    def autograded(self, row: Row) -> Path:
-        return self.root / "autograded" / row.student_id / self.assignment / f"{self.assignment}.ipynb"
+    def autograded(self, student) -> Path:
+        return self.root / "autograded" / student.student_id / self.assignment / f"{self.assignment}.ipynb"
 
     def feedback(self) -> None:
         """The feedback pages of the students graded since the last call (nbgrader skips the pages it has written):

@@ -1,6 +1,6 @@
 """The first stages: each student's files, collected from the download (found), and the notebook to grade, checked
-and repaired against the release (checked). One :class:`~manyheads_grader.records.Row` per student comes out, with
-the notebook to grade or none, and what was found and repaired as its problems.
+and repaired against the release (checked). One frozen :class:`~manyheads_grader.records.Checked` per student comes
+out, with the notebook to grade or none, and what was found and repaired as its problems.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 import nbformat
 
 from manyheads_grader import notebooks
-from manyheads_grader.records import Problem, ProblemKind, Row
+from manyheads_grader.records import Checked, Problem, ProblemKind
 from manyheads_grader.review import flags as review_flags
 from manyheads_grader.review import repair, versions
 from manyheads_grader.submissions import collect as collect_submissions
@@ -18,31 +18,35 @@ from manyheads_grader.submissions import collect as collect_submissions
 __all__ = ["check_submissions"]
 
 
+def _check_one(sub, release: nbformat.NotebookNode, assignment: str) -> Checked:
+    """One student's files checked against the release: the one to grade (repaired), or none, and why."""
+    problems = [Problem(ProblemKind.COLLECTED, p) for p in sub.problems]
+    checked = {name: (repair.check(data, release, assignment), mtime) for name, (data, mtime) in sub.files.items()}
+    pick, repairs, notes = repair.choose(checked) if checked else (None, [], [])
+    problems += [Problem(ProblemKind.NOTE, n) for n in notes] + [Problem(ProblemKind.REPAIRED, r) for r in repairs]
+    if pick is None:
+        fatal = [f"{n}: {c.fatal}" for n, (c, _) in sorted(checked.items())] or ["no readable notebook"]
+        problems = [Problem(ProblemKind.UNREADABLE, f) for f in fatal] + problems
+        return Checked(sub.student_id, name=sub.name, repaired=bool(repairs), problems=tuple(problems))
+    chosen = checked[pick][0]
+    prefix = f"{pick}: " if len(checked) > 1 else ""  # which of the student's files it is about
+    problems += [Problem(ProblemKind.NOTE, prefix + p) for p in chosen.notes]
+    problems += [Problem(ProblemKind.REPAIRED, prefix + p) for p in chosen.repairs]
+    return Checked(
+        sub.student_id,
+        name=sub.name,
+        notebook=chosen.notebook,
+        submitted=review_flags.stored(sub.files[pick][0]),
+        version=versions.written_for(notebooks.read_submitted(sub.files[pick][0])[0]),  # before the repairs
+        repaired=bool(repairs) or bool(chosen.repairs),
+        problems=tuple(problems),
+    )
+
+
 def check_submissions(
     submissions: Path, release: nbformat.NotebookNode, assignment: str, pattern: str | None, lms: str = "auto"
-) -> tuple[list[Row], list[str]]:
-    """Collect and check every student's files: one Row each (with the notebook to grade, or failed)."""
+) -> tuple[list[Checked], list[str]]:
+    """Collect (found) and check (checked) every student's files: one Checked each, with the notebook to grade or
+    none; the files that belong to no student."""
     subs, skipped = collect_submissions(submissions, pattern, lms)
-    rows = []
-    for sub in subs:
-        row = Row(sub.student_id, problems=[Problem(ProblemKind.COLLECTED, p) for p in sub.problems], name=sub.name)
-        checked = {name: (repair.check(data, release, assignment), mtime) for name, (data, mtime) in sub.files.items()}
-        pick, repairs, notes = repair.choose(checked) if checked else (None, [], [])
-        row.problems += [Problem(ProblemKind.NOTE, n) for n in notes] + [
-            Problem(ProblemKind.REPAIRED, r) for r in repairs
-        ]
-        row.repaired = bool(repairs)
-        if pick is None:
-            fatal = [f"{n}: {c.fatal}" for n, (c, _) in sorted(checked.items())] or ["no readable notebook"]
-            row.problems = [Problem(ProblemKind.UNREADABLE, f) for f in fatal] + row.problems
-        else:
-            chosen = checked[pick][0]
-            row.notebook = chosen.notebook
-            row.submitted = review_flags.stored(sub.files[pick][0])
-            row.version = versions.written_for(notebooks.read_submitted(sub.files[pick][0])[0])  # before the repairs
-            prefix = f"{pick}: " if len(checked) > 1 else ""  # which of the student's files it is about
-            row.problems += [Problem(ProblemKind.NOTE, prefix + p) for p in chosen.notes]
-            row.problems += [Problem(ProblemKind.REPAIRED, prefix + p) for p in chosen.repairs]
-            row.repaired = row.repaired or bool(chosen.repairs)
-        rows.append(row)
-    return rows, skipped
+    return [_check_one(sub, release, assignment) for sub in subs], skipped

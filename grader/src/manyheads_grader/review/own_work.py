@@ -14,9 +14,9 @@ import nbformat
 
 from manyheads.checks.own_work import MARKER
 from manyheads_grader.notebooks import student_cells
-from manyheads_grader.records import Problem, ProblemKind, Row
+from manyheads_grader.records import Problem, ProblemKind
 
-__all__ = ["OWN_WORK", "apply_rule", "own_work_refusals", "open_routes", "OPEN_ROUTES"]
+__all__ = ["OWN_WORK", "findings", "own_work_refusals", "open_routes", "OPEN_ROUTES"]
 
 OWN_WORK = "own work"  # starts every problem about the own-work rule (report.py lists them for a human)
 
@@ -87,21 +87,26 @@ def open_routes(student_cells: list[tuple[str, str]], hidden_helpers: set[str] =
     return notes
 
 
-def apply_rule(
-    row: Row, graded: nbformat.NotebookNode, test_ids: list[str], helpers: set[str], release: nbformat.NotebookNode
-) -> None:
-    """Add to ``row`` the parts given no points by the own-work rule (with the evidence the kernel left in the
-    ``graded`` notebook), refusals the answer caught, and the ways around the rule the guard cannot close."""
+def findings(
+    notebook: nbformat.NotebookNode | None,
+    graded: nbformat.NotebookNode,
+    test_ids: list[str],
+    helpers: set[str],
+    release: nbformat.NotebookNode,
+) -> tuple[dict[str, str], list[Problem]]:
+    """The parts given no points by the own-work rule (test id -> the evidence the kernel left in the ``graded``
+    notebook), and the problems for the report: those zeros, refusals the answer caught, and the ways around the rule
+    the guard cannot close in the student's ``notebook``."""
     zeroed, caught = own_work_refusals(graded, test_ids)
-    row.zeroed = zeroed
-    row.problems += [
+    problems = [
         Problem(ProblemKind.OWN_WORK, f"{OWN_WORK}: {test} got no points: {why}") for test, why in zeroed.items()
     ]
-    row.problems += [
+    problems += [
         Problem(ProblemKind.OWN_WORK, f"{OWN_WORK}: a refusal was caught by the answer ({line})") for line in caught
     ]
-    if row.notebook is not None:
-        row.problems += [
+    if notebook is not None:
+        problems += [
             Problem(ProblemKind.OWN_WORK, f"{OWN_WORK}, look by hand: {note}")
-            for note in open_routes(student_cells(row.notebook, release), helpers)
+            for note in open_routes(student_cells(notebook, release), helpers)
         ]
+    return zeroed, problems
