@@ -78,7 +78,7 @@ def test_collect_refuses_misuse(tmp_path, bad, message):
 # checks and repairs (fast)
 
 
-def _check(nb_or_bytes) -> repair.Checked:
+def _check(nb_or_bytes) -> repair.FileCheck:
     data = nb_or_bytes if isinstance(nb_or_bytes, bytes) else corpus.dump(nb_or_bytes)
     return repair.check(data, corpus.release(), EX1)
 
@@ -184,7 +184,7 @@ def test_other_assignments_and_unrelated_notebooks_are_refused():
 
 
 def test_choose_takes_the_newest_gradable_notebook_and_says_so():
-    good, bad = repair.Checked(nbformat.v4.new_notebook()), repair.Checked(None, fatal="not valid JSON")
+    good, bad = repair.FileCheck(nbformat.v4.new_notebook()), repair.FileCheck(None, fatal="not valid JSON")
     pick, repairs, notes = repair.choose({"a.ipynb": (good, 2.0), "b.ipynb": (good, 5.0), "c.ipynb": (bad, 9.0)})
     assert pick == "b.ipynb" and "graded b.ipynb (the newest), not a.ipynb" in repairs[0]
     assert notes == ["c.ipynb also handed in: not valid JSON, ignored"]

@@ -25,7 +25,7 @@ RELEASE_META_KEYS = ("nbgrader", "editable", "deletable")
 
 
 @dataclass
-class Checked:
+class FileCheck:
     """The outcome for one file: a gradable notebook (or None), with what was repaired and what was only noted."""
 
     notebook: nbformat.NotebookNode | None
@@ -83,102 +83,137 @@ def _match(sub_cells, rel_cells) -> dict[int, tuple[int, str]]:
     return matched
 
 
-def check(data: bytes, release: nbformat.NotebookNode, assignment: str) -> Checked:
-    """Check and repair one submitted file (bytes) against the release notebook of ``assignment``."""
-    nb, fatal, notes = read_submitted(data)
-    if nb is None:
-        return Checked(None, fatal=fatal)
-    claimed = (
-        nb.metadata.get("manyheads", {}).get("exercise") if isinstance(nb.metadata.get("manyheads"), dict) else None
-    )
+def _not_this_assignment(nb: nbformat.NotebookNode, release, assignment: str, matched: dict) -> str | None:
+    """Why the notebook is not a submission of ``assignment`` (another exercise's, or too few of its graded and
+    read-only cells found), or None."""
+    meta = nb.metadata.get("manyheads")
+    claimed = meta.get("exercise") if isinstance(meta, dict) else None
     if claimed and claimed != assignment:
-        return Checked(None, fatal=f"wrong assignment: the notebook is {claimed!r}, not {assignment!r}")
-    rel_cells = release.cells
-    graded_rel = [j for j, c in enumerate(rel_cells) if _grade_id(c)]
-    matched = _match(nb.cells, rel_cells)
+        return f"wrong assignment: the notebook is {claimed!r}, not {assignment!r}"
+    graded_rel = [j for j, c in enumerate(release.cells) if _grade_id(c)]
     found = {j for j, _ in matched.values() if j in graded_rel}
     if len(found) * 2 < len(graded_rel):
-        return Checked(
-            None,
-            fatal=f"does not look like {assignment}: only {len(found)} of its {len(graded_rel)} "
-            "graded and read-only cells were found",
+        return (
+            f"does not look like {assignment}: only {len(found)} of its {len(graded_rel)} "
+            "graded and read-only cells were found"
         )
-    repairs: list[str] = []
-    reattached: dict[str, list[str]] = {}
-    extra = 0
-    out_cells = []
+    return None
+
+
+@dataclass
+class _Repair:
+    """What restoring a submission's cells against the release found, as it goes."""
+
+    repairs: list[str] = field(default_factory=list)
+    reattached: dict[str, list[str]] = field(default_factory=dict)  # how it was matched -> grade ids
+    extra: int = 0  # cells of the student's own
+
+
+def _restore(cell, rel, how: str | None, graded_ids: set, found: _Repair) -> None:
+    """One submitted cell (a copy, outputs cleared) given its release cell's nbgrader metadata and, where the release
+    locks it, its source; a graded cell the release does not have is kept as ordinary code."""
+    old_meta = cell.metadata.get("nbgrader")
+    rel_meta = rel.metadata.get("nbgrader") if rel is not None else None
+    for key in RELEASE_META_KEYS:
+        cell.metadata.pop(key, None)
+    if rel_meta:
+        gid = rel_meta["grade_id"]
+        for key in RELEASE_META_KEYS:
+            if key in rel.metadata:
+                cell.metadata[key] = copy.deepcopy(rel.metadata[key])
+        if not isinstance(old_meta, dict):
+            found.reattached.setdefault(how, []).append(gid)
+        elif any(old_meta.get(k) != rel_meta.get(k) for k in ("grade_id", "grade", "solution", "locked", "points")):
+            found.repairs.append(f"nbgrader metadata of {_kind(rel_meta)} {gid} edited: restored from the release")
+        if rel_meta.get("locked") and cell.source != rel.source:
+            found.repairs.append(f"{_kind(rel_meta)} {gid} edited: restored from the release")
+            cell.source = rel.source
+        return
+    if isinstance(old_meta, dict) and old_meta.get("grade_id"):
+        gid = old_meta["grade_id"]
+        what = "copied cell" if gid in graded_ids else "unknown graded cell"
+        found.repairs.append(f"{what} with grade id {gid}: kept as ordinary code, not graded")
+    if rel is None and not (cell.cell_type == "code" and not cell.source.strip()):
+        found.extra += 1
+
+
+def _restored_cells(nb: nbformat.NotebookNode, release, matched: dict, found: _Repair) -> list:
+    """The submission's cells, each restored against its release cell (``_restore``), with ids nbgrader accepts."""
+    rel_cells = release.cells
+    graded_ids = {_grade_id(c) for c in rel_cells if _grade_id(c)}
+    rel_ids = {c.get("id") for c in rel_cells}
+    out_cells: list = []
     for i, cell in enumerate(nb.cells):
         cell = copy.deepcopy(cell)
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
-        old_meta = cell.metadata.get("nbgrader")
         j, how = matched.get(i, (None, None))
         rel = rel_cells[j] if j is not None else None
-        rel_meta = rel.metadata.get("nbgrader") if rel is not None else None
-        for key in RELEASE_META_KEYS:
-            cell.metadata.pop(key, None)
-        if rel_meta:
-            gid = rel_meta["grade_id"]
-            for key in RELEASE_META_KEYS:
-                if key in rel.metadata:
-                    cell.metadata[key] = copy.deepcopy(rel.metadata[key])
-            if not isinstance(old_meta, dict):
-                reattached.setdefault(how, []).append(gid)
-            elif any(old_meta.get(k) != rel_meta.get(k) for k in ("grade_id", "grade", "solution", "locked", "points")):
-                repairs.append(f"nbgrader metadata of {_kind(rel_meta)} {gid} edited: restored from the release")
-            if rel_meta.get("locked") and cell.source != rel.source:
-                repairs.append(f"{_kind(rel_meta)} {gid} edited: restored from the release")
-                cell.source = rel.source
-        else:
-            if isinstance(old_meta, dict) and old_meta.get("grade_id"):
-                gid = old_meta["grade_id"]
-                what = "copied cell" if gid in {_grade_id(rel_cells[k]) for k in graded_rel} else "unknown graded cell"
-                repairs.append(f"{what} with grade id {gid}: kept as ordinary code, not graded")
-            if j is None and not (cell.cell_type == "code" and not cell.source.strip()):
-                extra += 1
-        rel_ids = {c.get("id") for c in rel_cells}
+        _restore(cell, rel, how, graded_ids, found)
         if rel is not None:
             cell["id"] = rel.get("id")
         elif not cell.get("id") or cell.get("id") in rel_ids or cell.get("id") in {c.get("id") for c in out_cells}:
             cell["id"] = f"mh-{uuid.uuid4().hex[:12]}"
         out_cells.append(cell)
-    # Re-insert deleted release cells that carry nbgrader metadata, after the cell matched to their predecessor.
-    for how, gids in reattached.items():
-        repairs.insert(
-            0,
-            f"nbgrader metadata missing on {len(gids)} cell{'s' if len(gids) > 1 else ''} "
-            f"({', '.join(gids)}): re-attached ({how})",
-        )
+    return out_cells
+
+
+def _reinsert_deleted(out_cells: list, release, matched: dict, found: _Repair) -> None:
+    """Re-insert deleted release cells that carry nbgrader metadata, after the cell matched to their predecessor."""
     rel_to_sub = {j: i for i, (j, _) in matched.items()}
     inserts: list[tuple[int, int]] = []
-    for j in graded_rel:
+    for j in (j for j, c in enumerate(release.cells) if _grade_id(c)):
         if j not in rel_to_sub:
             before = [k for k in rel_to_sub if k < j]
             inserts.append((rel_to_sub[max(before)] + 1 if before else 0, j))
     for at, j in sorted(inserts, key=lambda t: (t[0], t[1]), reverse=True):
-        rel = copy.deepcopy(rel_cells[j])
+        rel = copy.deepcopy(release.cells[j])
         meta = rel.metadata["nbgrader"]
         kind = _kind(meta)
         if kind == "answer cell":
             rel.source = "# The answer cell was missing from the submission; re-inserted empty by manyheads grade."
-            repairs.append(f"answer cell {meta['grade_id']} deleted: re-inserted empty (code elsewhere still counts)")
+            found.repairs.append(
+                f"answer cell {meta['grade_id']} deleted: re-inserted empty (code elsewhere still counts)"
+            )
         elif kind == "written answer":
-            repairs.append(f"written answer {meta['grade_id']} deleted: re-inserted unanswered (look by hand)")
+            found.repairs.append(f"written answer {meta['grade_id']} deleted: re-inserted unanswered (look by hand)")
         else:
-            repairs.append(f"{kind} {meta['grade_id']} deleted: restored from the release")
+            found.repairs.append(f"{kind} {meta['grade_id']} deleted: restored from the release")
         out_cells.insert(at, rel)
-    if extra:
-        notes.append(f"{extra} extra cell{'s' if extra > 1 else ''} (kept, run before the tests that follow them)")
+
+
+def check(data: bytes, release: nbformat.NotebookNode, assignment: str) -> FileCheck:
+    """Check and repair one submitted file (bytes) against the release notebook of ``assignment``."""
+    nb, fatal, notes = read_submitted(data)
+    if nb is None:
+        return FileCheck(None, fatal=fatal)
+    matched = _match(nb.cells, release.cells)
+    if why := _not_this_assignment(nb, release, assignment, matched):
+        return FileCheck(None, fatal=why)
+    found = _Repair()
+    out_cells = _restored_cells(nb, release, matched, found)
+    for how, gids in found.reattached.items():
+        found.repairs.insert(
+            0,
+            f"nbgrader metadata missing on {len(gids)} cell{'s' if len(gids) > 1 else ''} "
+            f"({', '.join(gids)}): re-attached ({how})",
+        )
+    _reinsert_deleted(out_cells, release, matched, found)
+    if found.extra:
+        notes.append(
+            f"{found.extra} extra cell{'s' if found.extra > 1 else ''} (kept, run before the tests that follow them)"
+        )
     result = nbformat.v4.new_notebook(cells=out_cells, metadata=copy.deepcopy(release.metadata))
     result.nbformat, result.nbformat_minor = 4, 5
     try:
         nbformat.validate(result)
     except nbformat.ValidationError as exc:
-        return Checked(None, repairs, notes, fatal=f"could not be repaired into a valid notebook ({exc.message[:80]})")
-    return Checked(result, repairs, notes)
+        why = f"could not be repaired into a valid notebook ({exc.message[:80]})"
+        return FileCheck(None, found.repairs, notes, fatal=why)
+    return FileCheck(result, found.repairs, notes)
 
 
-def choose(checked: dict[str, tuple[Checked, float]]) -> tuple[str | None, list[str], list[str]]:
+def choose(checked: dict[str, tuple[FileCheck, float]]) -> tuple[str | None, list[str], list[str]]:
     """Pick the file to grade when a student handed in several: (name or None, repairs, notes).
 
     Files that are not gradable are ignored with a note; among gradable ones the most recently modified wins and
