@@ -190,7 +190,9 @@ def kernel_lives(kind: str, work: Path, k: int) -> dict[str, float]:
     share = sandbox.prepare(work / "sandbox", uid=sandbox.worker_uid(0), assignment=EX1)
     template = None
     if kernel == "template":
-        template = sandbox.start_template(share, rt, uid=sandbox.worker_uid(0), assignment=EX1)
+        template = sandbox.start_template(
+            share, rt, sandbox.TemplateSettings(uid=sandbox.worker_uid(0), assignment=EX1)
+        )
         if not sandbox.template_ready(rt, template):
             raise SystemExit("the template process did not start")
     saved = dict(os.environ)

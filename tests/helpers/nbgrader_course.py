@@ -264,7 +264,11 @@ def forked_kernels(folder: Path, count: int) -> Iterator[list[tuple[list[str], d
             rt, _ = sandbox.runtime_folder(folder / f"kernel-{i}")
             runtimes.append(rt)
             share = sandbox.prepare_plain(folder / f"kernel-{i}")
-            templates.append(sandbox.start_template(share, rt, sandboxed=False, log=folder / f"template-{i}.log"))
+            templates.append(
+                sandbox.start_template(
+                    share, rt, sandbox.TemplateSettings(sandboxed=False), log=folder / f"template-{i}.log"
+                )
+            )
             args = [f"--Execute.kernel_name={sandbox.PLAIN_KERNEL_NAME}", sandbox.IN_MEMORY_HISTORY]
             specs.append((args, sandbox.environment(share, rt)))
         for rt, template in zip(runtimes, templates):

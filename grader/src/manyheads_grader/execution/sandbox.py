@@ -31,6 +31,7 @@ import sys
 import sysconfig
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import manyheads
@@ -243,18 +244,25 @@ def _write_spec(spec_dir: Path, display_name: str, fallback: list[str], **extra:
     (spec_dir / "kernel.json").write_text(json.dumps(spec, indent=1), encoding="utf-8")
 
 
+@dataclass(frozen=True)
+class TemplateSettings:
+    """How a worker's template process forks kernels: the limits each kernel gets, the sandbox user (as root), the
+    assignment whose imports it does ahead, and whether the kernels are sandboxed at all."""
+
+    limits: Limits = Limits()
+    uid: int = SANDBOX_UID_BASE
+    assignment: str | None = None
+    sandboxed: bool = True
+
+
 def start_template(
-    share: Path,
-    rt: Path,
-    limits: Limits = Limits(),
-    uid: int = SANDBOX_UID_BASE,
-    assignment: str | None = None,
-    sandboxed: bool = True,
-    log: Path | None = None,
+    share: Path, rt: Path, settings: TemplateSettings = TemplateSettings(), log: Path | None = None
 ) -> subprocess.Popen | None:
     """Start the worker's template process (:mod:`kernel_template`) for the kernel spec in ``share``; its socket
-    goes in the runtime folder ``rt``. As root each forked kernel becomes the sandbox user ``uid``; otherwise
-    (``--userns``) each gets a user namespace of its own inside the template's (see :func:`userns_unavailable`)."""
+    goes in the runtime folder ``rt``. As root each forked kernel becomes the sandbox user ``settings.uid``;
+    otherwise (``--userns``) each gets a user namespace of its own inside the template's (see
+    :func:`userns_unavailable`)."""
+    limits, uid, assignment, sandboxed = settings.limits, settings.uid, settings.assignment, settings.sandboxed
     userns = sandboxed and os.geteuid() != 0
     spec_dir = Path(share) / "kernels" / (KERNEL_NAME if sandboxed else PLAIN_KERNEL_NAME)
     command = [

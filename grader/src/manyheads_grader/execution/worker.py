@@ -94,15 +94,8 @@ class Worker:
         launches every worker's while the preflight runs on the first."""
         if self.template is not None and self.template.poll() is None:
             return
-        self.template = sandbox.start_template(
-            self.share,
-            self.rt,
-            self.opts.limits,
-            uid=self.uid,
-            assignment=self.assignment,
-            sandboxed=self.opts.sandbox,
-            log=self.root / "template.log",
-        )
+        settings = sandbox.TemplateSettings(self.opts.limits, self.uid, self.assignment, self.opts.sandbox)
+        self.template = sandbox.start_template(self.share, self.rt, settings, log=self.root / "template.log")
         self.template_waited = False
 
     def start_template(self) -> None:

@@ -240,10 +240,9 @@ def phase_line(phases: dict) -> str:
     return text + "."
 
 
-def write_report(path: Path, rows, facts: RunFacts) -> None:
-    rows = sorted(rows, key=lambda r: r.student_id)
+def _summary_lines(rows, facts: RunFacts) -> list[str]:
     s = summary(rows, facts)
-    lines = [
+    return [
         f"# Grading report: {facts.assignment}",
         "",
         f"{s.students} students: {s.counts['graded']} graded, {s.counts['repaired']} graded after a repair, "
@@ -263,6 +262,11 @@ def write_report(path: Path, rows, facts: RunFacts) -> None:
         "",
         *([phase_line(facts.phases), ""] if facts.phases.get("nbgrader") else []),
         *([f"Preflight: {facts.preflight}.", ""] if facts.preflight else []),
+    ]
+
+
+def _parts_lines(rows, facts: RunFacts) -> list[str]:
+    lines = [
         "## Parts",
         "",
         "Over the graded notebooks. Failures: the students who did not get the part's full points, with the "
@@ -285,7 +289,12 @@ def write_report(path: Path, rows, facts: RunFacts) -> None:
         if len(p.messages) > TOP_MESSAGES:
             rest = sum(n for _, n in p.messages[TOP_MESSAGES:])
             lines.append(f"  - {rest} more, with {len(p.messages) - TOP_MESSAGES} other messages")
-    lines += ["", "## Needs a human", ""]
+    return lines
+
+
+def _human_lines(rows, facts: RunFacts) -> list[str]:
+    """What needs a human: the submissions with why, the parts the own-work rule zeroed, the integrity flags."""
+    lines = ["", "## Needs a human", ""]
     todo = [r for r in rows if needs_human(r)]
     if todo:
         lines += ["| student | status | score | why |", "|---|---|---|---|"]
@@ -312,6 +321,12 @@ def write_report(path: Path, rows, facts: RunFacts) -> None:
         lines += [f"- {_md(line)}" for line in groups]
     else:
         lines.append("None.")
+    return lines
+
+
+def _closing_lines(rows, facts: RunFacts) -> list[str]:
+    """The releases the class worked on, the files that belong to no student, notes on graded submissions."""
+    lines: list[str] = []
     labels = {r.student_id: who(r) for r in rows}
     version_lines = versions.report_lines(facts, lambda s: _md(labels.get(s, s)))
     if version_lines:
@@ -323,6 +338,14 @@ def write_report(path: Path, rows, facts: RunFacts) -> None:
     if notes:
         lines += ["", "## Notes on graded submissions", ""]
         lines += [f"- {_md(who(r))}: {_md('; '.join(texts(r.problems)))}" for r in notes]
+    return lines
+
+
+def write_report(path: Path, rows, facts: RunFacts) -> None:
+    """OUT/report.md: the summary, the parts with their item analysis, what needs a human, and the rest."""
+    rows = sorted(rows, key=lambda r: r.student_id)
+    lines = [*_summary_lines(rows, facts), *_parts_lines(rows, facts), *_human_lines(rows, facts)]
+    lines += _closing_lines(rows, facts)
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
