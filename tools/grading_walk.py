@@ -2,11 +2,13 @@
 
     python tools/grading_walk.py [--course ROOT]
 
-Grades a class of one student (exercise 1, its reference answers) in this process with ``--jobs 1`` and prints
-every grader module at the moment a function of it first runs, then which stage each belongs to and how many
-modules the walk entered. Workers' nbgrader processes and the kernels are other processes and are not followed:
-the walk shows the orchestration, the stages and the outputs. ``--course`` grades with another checkout's grader and
-course (put its ``src`` and ``grader/src`` first on ``PYTHONPATH``), to compare layouts.
+Grades a class of one student (exercise 1, its reference answers) in this process with ``--jobs 1`` and prints each
+stage of the pipeline as it starts (the function that is the stage), with the grader modules first entered while it
+ran, then how many modules the walk entered. A stage that ran twice, or out of order, shows as such. Workers'
+nbgrader processes and the kernels are other processes and are not followed: the walk shows the orchestration, the
+stages and the outputs. ``--course`` grades another checkout's course (to compare layouts, run it with that
+checkout's grader and course package installed, e.g. in a virtual environment of its own: the kernels import them
+too).
 """
 
 from __future__ import annotations
@@ -30,17 +32,51 @@ def _submission(course: Path, folder: Path) -> Path:
     return folder / "subs"
 
 
-def walk(course: Path) -> list[str]:
-    """The grader modules in the order a function of each first ran (this process, all its threads)."""
-    entered: list[str] = []
+# The function that is each stage (module, function): what the walk shows as the stage's start.
+STAGES = {
+    ("manyheads_grader.runner", "_release"): "release",
+    ("manyheads_grader.submissions", "collect"): "found",
+    ("manyheads_grader.review.checking", "_check_one"): "checked",
+    ("manyheads_grader.runner", "_preflight"): "preflight",
+    ("manyheads_grader.execution.executing", "execute"): "executed",
+    ("manyheads_grader.scoring", "score_class"): "scored",
+    ("manyheads_grader.review.reviewing", "review_class"): "reviewed",
+    ("manyheads_grader.records", "class_result"): "class result",
+    ("manyheads_grader.runner", "_publish"): "published",
+    ("manyheads_grader.store", "write_stages"): "kept",
+    ("manyheads_grader.cli", "_write_outputs"): "outputs",
+}
+
+
+def walk(course: Path) -> list[tuple[str, str]]:
+    """(stage, grader module) in the order a function of each module first ran (this process, all its threads); the
+    stage is the one running then ("" outside every stage), and each stage's start is listed as (stage, "")."""
+    entered: list[tuple[str, str]] = []
     seen: set[str] = set()
+    current: list[object] = []  # the frame of the stage that runs now
 
     def profile(frame, event, arg):
+        name = frame.f_globals.get("__name__", "")
+        if not name.startswith("manyheads_grader"):
+            return
         if event == "call":
-            name = frame.f_globals.get("__name__", "")
-            if name.startswith("manyheads_grader") and name not in seen:
+            stage = STAGES.get((name, frame.f_code.co_name))
+            if stage and not current:
+                current.append(frame)
+                if not entered or entered[-1] != (stage, ""):  # once per stage, not once per student
+                    entered.append((stage, ""))
+            if name not in seen:
                 seen.add(name)
-                entered.append(name)
+                entered.append(
+                    (
+                        STAGES.get((current[0].f_globals["__name__"], current[0].f_code.co_name), "")
+                        if current
+                        else "",
+                        name,
+                    )
+                )
+        elif event == "return" and current and current[0] is frame:
+            current.clear()
 
     from manyheads_grader import cli
 
@@ -65,9 +101,12 @@ def main() -> None:
     parser.add_argument("--course", type=Path, default=ROOT, help="the checkout whose course is graded")
     args = parser.parse_args()
     entered = walk(args.course.resolve())
-    for i, module in enumerate(entered, 1):
-        print(f"{i:3d}  {module}")
-    print(f"{len(entered)} grader modules entered by the main process")
+    starts = [stage for stage, module in entered if not module]
+    for stage, module in entered:
+        print(f"stage {stage}" if not module else f"    {module}")
+    modules = [m for _, m in entered if m]
+    order = ", ".join(starts) or "none found"
+    print(f"{len(modules)} grader modules entered by the main process; stages in order: {order}")
 
 
 if __name__ == "__main__":

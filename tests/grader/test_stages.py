@@ -170,3 +170,33 @@ def test_a_stage_record_of_another_format_or_stage_is_refused_with_what_to_do(tm
     path.write_text(json.dumps({**data, "students": [{"student_id": "ann"}]}))
     with pytest.raises(store.RecordsError, match="is damaged"):
         store.read_stage(tmp_path, "scored")
+
+
+@pytest.mark.slow
+def test_a_submission_walks_through_each_stage_once_in_order():
+    """tools/grading_walk.py grades one student in process and lists each stage as it starts: every stage once, in
+    the pipeline's order (a stage called twice, skipped or run out of order shows here)."""
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, str(root / "tools" / "grading_walk.py")], capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    stages = [line.removeprefix("stage ") for line in done.stdout.splitlines() if line.startswith("stage ")]
+    assert stages == [
+        "release",
+        "found",
+        "checked",
+        "preflight",
+        "executed",
+        "scored",
+        "reviewed",
+        "class result",
+        "published",
+        "kept",
+        "outputs",
+    ]
+    after = done.stdout.split("stage kept\n", 1)[1]
+    assert "manyheads_grader.execution" not in after  # the outputs execute nothing
