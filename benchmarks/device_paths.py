@@ -10,11 +10,13 @@ the CPU and, when ``torch.cuda.is_available()``, on CUDA. The table and benchmar
 both, and the speed-up; without a GPU the GPU column says "absent".
 
 Run it under two CPU cores, as the chapters are sized for: ``taskset -c 0,1 python benchmarks/device_paths.py``
-(``--threads`` sets torch's CPU threads, default 2). ``--quick`` runs reduced sizes, to check that the script works.
+(``--threads`` sets torch's CPU threads, default 2). ``--quick`` runs reduced sizes (a 4-layer decoder, short texts),
+to check that the script works.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import time
 from collections.abc import Callable
@@ -79,9 +81,10 @@ def encoder(device) -> BertEncoder:
 
 
 @functools.cache
-def decoder(device) -> LlamaDecoder:
+def decoder(device, n_layers: int = SMOLLM2.n_layers) -> LlamaDecoder:
+    """SmolLM2's shape; ``n_layers`` fewer for a quick run (each layer costs the same, so the paths run as they do)."""
     torch.manual_seed(0)
-    return LlamaDecoder(SMOLLM2).eval().to(device)
+    return LlamaDecoder(dataclasses.replace(SMOLLM2, n_layers=n_layers)).eval().to(device)
 
 
 def paths(size: dict) -> list[tuple[str, str, Callable[[torch.device], object]]]:
@@ -93,7 +96,7 @@ def paths(size: dict) -> list[tuple[str, str, Callable[[torch.device], object]]]
     ratings = torch.linspace(-3, 3, size["snippets"])
     toy = TwoRelationTask(vocab_size=16, seq_len=12, offsets=(1, 3))
     toy_config = TrainConfig(steps=size["toy_steps"], seed=0)
-    windows = torch.randint(3, SMOLLM2.vocab_size, (2, 65), generator=torch.Generator().manual_seed(4))
+    windows = torch.randint(3, SMOLLM2.vocab_size, size["windows"], generator=torch.Generator().manual_seed(4))
     windows[:, 0] = 1
     repeated = lm.repeated_random_tokens(
         size["rep_length"], vocabulary=torch.arange(3, 40000), bos_id=1, seeds=range(8)
@@ -139,19 +142,19 @@ def paths(size: dict) -> list[tuple[str, str, Callable[[torch.device], object]]]
 
     def interlude_generate(device):
         prompt = torch.randint(3, 40000, (1, 40), generator=torch.Generator().manual_seed(5))
-        return generate_greedy(decoder(device), prompt, max_new_tokens=size["new_tokens"])
+        return generate_greedy(decoder(device, size["decoder_layers"]), prompt, max_new_tokens=size["new_tokens"])
 
     def interlude_losses(device):
-        return lm.next_token_losses(decoder(device), repeated)
+        return lm.next_token_losses(decoder(device, size["decoder_layers"]), repeated)
 
     def ch6_attention(device):
-        model = decoder(device)
+        model = decoder(device, size["decoder_layers"])
         with torch.no_grad():
             out = model(windows.to(device), output_attentions=True)
         return mh.layer_metrics(torch.stack(out.attentions).cpu())
 
     def ch6_layer_ablation(device):
-        return lm.layer_ablation_losses(decoder(device), windows)
+        return lm.layer_ablation_losses(decoder(device, size["decoder_layers"]), windows)
 
     def ch6_induction(device):
         config = mh.INDUCTION_RECIPE
@@ -159,7 +162,7 @@ def paths(size: dict) -> list[tuple[str, str, Callable[[torch.device], object]]]
         return mh.train_induction_model(seed=0, config=config, device=device, progress=False)
 
     def ch7_decoding(device):
-        model = decoder(device)
+        model = decoder(device, size["decoder_layers"])
         records = []
         for variant in (mh.repeat_kv_heads(model, 9), model, mh.group_kv_heads(model, 1, "mean")):
             records += mh.decoding_speed(variant, size["contexts"], steps=4, warmup=1)
@@ -219,6 +222,8 @@ FULL = {
     "new_tokens": 32,
     "induction_steps": 400,
     "contexts": [64, 512, 2048],
+    "windows": (2, 65),  # (rows, tokens) of the decoder's text: chapter 6's layer ablation runs over them
+    "decoder_layers": 30,  # SmolLM2's
 }
 SMALL = {
     "sentences": 8,
@@ -229,6 +234,8 @@ SMALL = {
     "new_tokens": 2,
     "induction_steps": 10,
     "contexts": [16],
+    "windows": (1, 9),
+    "decoder_layers": 4,
 }
 
 
