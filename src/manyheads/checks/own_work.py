@@ -18,8 +18,8 @@ student's line; otherwise it runs as before. "The answer" is the object the hidd
 callable object or the course's function itself), or any function of the student's called that name.
 
 * At grading time :func:`require_own_work` runs in the kernel before any student cell (the grader's kernel
-  launcher, ``manyheads_grader.execution.sandbox``, in the separate grading distribution under ``grader/``), so the hidden
-  tests see the rule; the part's test fails with ``OwnWorkError`` and nbgrader gives it no points.
+  launcher, ``manyheads_grader.execution.sandbox``, in the separate grading distribution under ``grader/``), so the
+  hidden tests see the rule; the part's test fails with ``OwnWorkError`` and nbgrader gives it no points.
 * In the visible checks (:func:`manyheads.checks.core.call_student`), :func:`answering` applies the same rule while
   the check calls the student's function, so a student learns it in Colab before submitting.
 * The grader reads the evidence back from the graded notebook and looks in the student's cells for the ways
