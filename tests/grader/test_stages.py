@@ -165,7 +165,7 @@ def test_a_stage_record_of_another_format_or_stage_is_refused_with_what_to_do(tm
     with pytest.raises(store.RecordsError, match=f"record format {store.FORMAT + 1}.*Use the manyheads-grader release"):
         store.read_stage(tmp_path, "scored")
     path.write_text(json.dumps({**data, "stage": "reviewed"}))  # a file renamed into another stage's place
-    with pytest.raises(store.RecordsError):
+    with pytest.raises(store.RecordsError, match="holds the records of stage 'reviewed', not 'scored'"):
         store.read_stage(tmp_path, "scored")
     path.write_text(json.dumps({**data, "students": [{"student_id": "ann"}]}))
     with pytest.raises(store.RecordsError, match="is damaged"):

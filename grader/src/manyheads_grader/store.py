@@ -58,17 +58,20 @@ def write_class(out: Path, rows: list[Row], facts: RunFacts) -> Path:
     out = Path(out).resolve()
     path = out / RECORDS
     path.parent.mkdir(parents=True, exist_ok=True)
-    data = {"format": FORMAT, "facts": dataclasses.asdict(facts), "students": [_row(r, out) for r in rows]}
-    # Not sort_keys: the order of the points and of each row's tests is the notebook's, which the outputs keep.
-    partial = path.with_suffix(".json.partial")
-    partial.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
-    partial.replace(path)  # a run stopped while writing leaves the previous file whole
+    _save(path, {"format": FORMAT, "facts": dataclasses.asdict(facts), "students": [_row(r, out) for r in rows]})
     return path
 
 
-def read_class(out: Path) -> tuple[list[Row], RunFacts]:
-    """The rows and the facts stored by :func:`write_class` in ``out``; :class:`RecordsError` says what is wrong."""
-    path = Path(out) / RECORDS
+def _save(path: Path, data: dict) -> None:
+    """Write ``data`` as JSON, whole, then renamed into place: a run stopped while writing leaves the previous file.
+    Not sort_keys: the order of the points and of each row's tests is the notebook's, which the outputs keep."""
+    partial = path.with_suffix(".json.partial")
+    partial.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
+    partial.replace(path)
+
+
+def _load(path: Path, out: Path) -> dict:
+    """A records file's JSON, once it is there, readable and of this grader's record format; else RecordsError."""
     if not path.is_file():
         raise RecordsError(f"{path} does not exist: grade the class into {out} first (manyheads grade ... --out {out})")
     try:
@@ -81,6 +84,13 @@ def read_class(out: Path) -> tuple[list[Row], RunFacts]:
             f"{path} is in record format {found!r}; this grader reads format {FORMAT}. Use the manyheads-grader "
             f"release that wrote it, or grade the class again into {out}"
         )
+    return data
+
+
+def read_class(out: Path) -> tuple[list[Row], RunFacts]:
+    """The rows and the facts stored by :func:`write_class` in ``out``; :class:`RecordsError` says what is wrong."""
+    path = Path(out) / RECORDS
+    data = _load(path, out)
     try:
         facts_data = dict(data["facts"])
         versions = facts_data.pop("versions")
@@ -121,10 +131,7 @@ def _graded_path(out: Path, assignment: str, student: str) -> Path:
 
 
 def _write(path: Path, stage: str, students: list[dict], **more) -> None:
-    data = {"format": FORMAT, "stage": stage, **more, "students": students}
-    partial = path.with_suffix(".json.partial")
-    partial.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
-    partial.replace(path)
+    _save(path, {"format": FORMAT, "stage": stage, **more, "students": students})
 
 
 def write_stages(
@@ -188,17 +195,10 @@ def read_stage(out: Path, stage: str) -> list:
         raise RecordsError(f"no stage {stage!r}: the stages kept are {', '.join(STAGES)}")
     out = Path(out).resolve()
     path = out / RECORDS.parent / f"{stage}.json"
-    if not path.is_file():
-        raise RecordsError(f"{path} does not exist: grade the class into {out} first (manyheads grade ... --out {out})")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise RecordsError(f"{path} cannot be read ({exc}): grade the class again into {out}") from exc
-    found = data.get("format") if isinstance(data, dict) else None
-    if found != FORMAT or data.get("stage") != stage:
+    data = _load(path, out)
+    if data.get("stage") != stage:
         raise RecordsError(
-            f"{path} is in record format {found!r}; this grader reads format {FORMAT}. Use the manyheads-grader "
-            f"release that wrote it, or grade the class again into {out}"
+            f"{path} holds the records of stage {data.get('stage')!r}, not {stage!r}: grade the class again into {out}"
         )
     try:
         return [_READERS[stage](student, out) for student in data["students"]]
