@@ -1,10 +1,12 @@
 """Grade a class with real nbgrader: a master course, worker copies graded in parallel, one merged gradebook.
 
-The runner only wires the stages, in order (each in its own module, each reading the records the one before left):
-the release (here), found and checked (``checking``), the preflight (``preflight``), executed (``execution``: the
-workers' queue of chunks, or the cluster), scored and reviewed (``scoring``), published (``gradebook``, here); the
-outputs (grades.csv, the LMS files, feedback, the report) are written from the rows and the
-:class:`~manyheads_grader.records.RunFacts` it returns (``cli``).
+The runner only wires the stages, in order, each a function of its own module from the frozen records of the stage
+before to its own: the release (here), found and checked (``review.checking``: ``Checked``), the preflight
+(``execution.preflight``), executed (``execution.executing``: the workers' queue of chunks, or the cluster;
+``Executed``), scored (``scoring``: ``Scored``), reviewed (``review.reviewing``: ``Reviewed``), joined into the class
+result (``records.class_result``), published (``output.gradebook``, here) and kept (``store``: every stage's records
+under OUT/records). The outputs (grades.csv, the LMS files, feedback, the report) are written from the class result
+and the :class:`~manyheads_grader.records.RunFacts` it returns, as kept (``cli``).
 
 Layout under ``OUT/.work`` (scratch, removed at the end unless ``keep_work``):
 
