@@ -13,7 +13,7 @@ Layout under ``OUT/.work`` (scratch, removed at the end unless ``keep_work``):
 * ``course/``   nbgrader_config.py, solutions/ASSIGNMENT, exercises/ASSIGNMENT (regenerated with the gradebook);
 * ``worker-K/`` a copy of ``course/`` per job. Each takes chunks of students from a shared queue and runs one
   ``nbgrader autograde`` per chunk (a fresh ``submitted-N/`` folder each time), then ``generate_feedback`` for that
-  chunk, all in one nbgrader process of its own (``nbgrader_session``).
+  chunk, all in one nbgrader process of its own (``nbgrader.session``).
 
 With sqlite each worker has its own copy of the gradebook (sqlite is not safe for concurrent writers) and the
 copies are merged row by row into ``OUT/course/gradebook.db`` at the end; nbgrader's ids are UUIDs, so rows never

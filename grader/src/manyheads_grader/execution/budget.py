@@ -22,7 +22,7 @@ from nbgrader.preprocessors import Execute
 from traitlets import Integer
 
 AFTER_TIMEOUT = 5  # seconds for each cell after a notebook's first timeout
-ENAME = "TimeoutError"  # the error a timed-out cell shows (report.py, feedback.py and runner._run_notes read it)
+ENAME = "TimeoutError"  # the error a timed-out cell shows (notebooks.cell_outcomes, report.py and feedback.py read it)
 _INTERRUPTED = {"KeyboardInterrupt", "CellTimeoutError"}
 
 

@@ -99,7 +99,7 @@ class Worker:
         self.template_waited = False
 
     def start_template(self) -> None:
-        """(Re)start this worker's template process (kernel_template.py) and wait until it listens: kernels are
+        """(Re)start this worker's template process (kernel_fork.py) and wait until it listens: kernels are
         forked from it, each in its own sandbox, instead of each starting Python and importing torch again. Without
         it they start as before."""
         if self.template is not None and self.template.poll() is None and self.template_waited:

@@ -1,4 +1,4 @@
-"""Inside an nbgrader process (``nbgrader_command``, ``nbgrader_session``): the same results as two of nbgrader's
+"""Inside an nbgrader process (``command``, ``session``): the same results as two of nbgrader's
 steps, without their waste. Each replaces one function of nbgrader's with one that returns or raises exactly what it
 would; tests/grader/test_nbgrader_session.py compares them.
 
