@@ -10,6 +10,7 @@ preflight. After grading, the LMS export (``output.lms``) writes the gradebook C
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 from pathlib import Path
 
@@ -25,6 +26,7 @@ from manyheads_grader.records import FEEDBACK_DIR, GradingError, Options, RunFac
 from manyheads_grader.review import versions  # noqa: E402
 from manyheads_grader.runner import grade  # noqa: E402
 from manyheads_grader.submissions import CollectError  # noqa: E402
+from manyheads_grader.term import generations, lock, runs  # noqa: E402
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -38,6 +40,19 @@ def build_parser() -> argparse.ArgumentParser:
     _what_to_grade(g)
     _how_to_grade(g)
     _what_to_write(g)
+    _over_the_term(g)
+    r = sub.add_parser(
+        "rescore",
+        help="make every output again from the grades kept in OUT, running nothing (after hand-grading, a changed "
+        "late policy)",
+        description="Make grades.csv, the LMS files, the feedback pages and the report again from the class kept in "
+        "OUT, starting no kernel.",
+    )
+    r.add_argument("assignment", metavar="ASSIGNMENT", help="assignment stem, e.g. 01_single_head_bottleneck")
+    r.add_argument("--out", type=Path, required=True, help="the folder `manyheads grade` wrote")
+    r.add_argument("--gradebook", type=Path, help="as for grade: a gradebook CSV exported from the LMS, to fill in")
+    r.add_argument("--column", help="as for grade: the gradebook column to fill")
+    r.add_argument("--feedback", choices=["student", "full"], default="student", help="as for grade")
     return parser
 
 
@@ -105,6 +120,19 @@ def _what_to_write(g: argparse.ArgumentParser) -> None:
     )
 
 
+def _over_the_term(g: argparse.ArgumentParser) -> None:
+    g.add_argument(
+        "--reason",
+        default="re-graded",
+        help="why these students are graded again (kept with their earlier results in OUT/history), e.g. 'appeal'",
+    )
+    g.add_argument(
+        "--undo",
+        metavar="STUDENT",
+        help="restore STUDENT's previous result from OUT/history (no SUBMISSIONS; nothing is run)",
+    )
+
+
 def _invalid(args) -> str | None:
     """What is wrong with the command line's values, in one line, or None."""
     if args.jobs < 1 or args.timeout < 1:
@@ -115,8 +143,10 @@ def _invalid(args) -> str | None:
         return "--scheduler must be a tcp://HOST:PORT (or tls://) address"
     if args.gradebook is not None and not args.gradebook.is_file():
         return f"--gradebook {args.gradebook}: no such file"
-    if not args.check and (args.submissions is None or args.out is None):
-        return "SUBMISSIONS and --out are required (but with --check)"
+    if args.undo and (args.out is None or args.submissions is not None):
+        return "--undo STUDENT takes --out and no SUBMISSIONS"
+    if not args.check and not args.undo and (args.submissions is None or args.out is None):
+        return "SUBMISSIONS and --out are required (but with --check or --undo)"
     return None
 
 
@@ -152,30 +182,36 @@ def _options(args) -> Options:
     )
 
 
-def _write_outputs(args, layout: lms.Plan) -> tuple[list, RunFacts, lms.Result | None]:
-    """Every output, made from the class result as kept under OUT (a re-grade or a rescore can make them again
-    without executing anything): grades.csv, report.md, the LMS files, report.html."""
-    out = args.out
-    rows, facts = store.read_class(out)
-    report.write_csv(out / "grades.csv", rows, facts.test_ids)
-    report.write_report(out / "report.md", rows, facts)
+def _write_outputs(args, gen: Path, plan: lms.Plan | None, term: list[str]) -> tuple[list, RunFacts, lms.Result | None]:
+    """Every output, made from the class result as kept in the generation ``gen`` (a re-grade or a rescore makes
+    them again without executing anything): grades.csv, report.md, the LMS files, report.html."""
+    rows, facts = store.read_class(gen)
+    report.write_csv(gen / "grades.csv", rows, facts.test_ids)
+    generations.crash_point("grades.csv")
+    term_lines = ["", "## This run in the term", "", *(f"- {line}" for line in term)] if term else []
+    report.write_report(gen / "report.md", rows, facts)
     lms_lines: list[str] = []
-    try:
-        exported = lms.export(
-            rows, facts, layout, out, lms.Into(args.gradebook, args.column), args.feedback == "student"
-        )
-    except lms.LmsError as exc:  # grades.csv and the feedback are written: only the LMS files are missing
-        print(f"manyheads grade: no LMS export: {exc}", file=sys.stderr)
-        exported = None
+    exported = None
+    if plan is None:
+        print("manyheads grade: no LMS export: this OUT keeps no record of whose file was whose", file=sys.stderr)
     else:
-        lms_lines = lms.report_section(layout, exported, out)
-        with open(out / "report.md", "a", encoding="utf-8") as f:
-            f.write("\n".join(lms_lines) + "\n")
-    report.write_html(out / "report.html", rows, facts, lms_lines)  # the same report, with figures
+        try:
+            exported = lms.export(
+                rows, facts, plan, gen, lms.Into(args.gradebook, args.column), args.feedback == "student"
+            )
+        except lms.LmsError as exc:  # grades.csv and the feedback are written: only the LMS files are missing
+            print(f"manyheads grade: no LMS export: {exc}", file=sys.stderr)
+        else:
+            lms_lines = lms.report_section(plan, exported, args.out)
+    generations.crash_point("lms")
+    with open(gen / "report.md", "a", encoding="utf-8") as f:
+        f.write("\n".join([*lms_lines, *term_lines]) + "\n")
+    report.write_html(gen / "report.html", rows, facts, [*lms_lines, *term_lines])  # the same report, with figures
+    generations.crash_point("report.html")
     return rows, facts, exported
 
 
-def _say_done(args, layout: lms.Plan, rows: list, facts: RunFacts, exported: lms.Result | None) -> None:
+def _say_done(args, plan: lms.Plan | None, rows: list, facts: RunFacts, exported: lms.Result | None) -> None:
     out = args.out
     counts = {s: sum(r.status == s for r in rows) for s in ("graded", "repaired", "failed")}
     on_other = f" ({versions.version_summary(facts)}: see the report)" if versions.version_summary(facts) else ""
@@ -186,38 +222,111 @@ def _say_done(args, layout: lms.Plan, rows: list, facts: RunFacts, exported: lms
     )
     if exported is not None:
         print(
-            f"{lms.LABEL[layout.lms]} ({layout.how}): wrote {exported.grades}"
-            + (f", {exported.feedback_zip}" if exported.feedback_zip else "")
-            + (f", {exported.by_hand}/" if exported.by_hand else "")
+            f"{lms.LABEL[plan.lms]} ({plan.how}): wrote {_at_top(args.out, exported.grades)}"
+            + (f", {_at_top(args.out, exported.feedback_zip)}" if exported.feedback_zip else "")
+            + (f", {_at_top(args.out, exported.by_hand)}/" if exported.by_hand else "")
         )
         for note in exported.notes:
             print(f"  check: {note}")
 
 
+def _at_top(out: Path, path: Path) -> Path:
+    """An output's name as the instructor opens it: OUT/<name>, a link into the current generation."""
+    return out / Path(path).name
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.command == "rescore":
+        return _rescore(args)
     if problem := _invalid(args):
         print(f"manyheads grade: {problem}", file=sys.stderr)
         return 2
     if args.check:
         return _check(args)
+    args.out = args.out.resolve()
+    if args.undo:
+        return _undo(args)
     try:
         layout = _plan(args)
     except (CollectError, lms.LmsError) as exc:
         print(f"manyheads grade: {exc}", file=sys.stderr)
         return 2
+    notes: list[str] = []
     try:
-        rows, facts = grade(args.assignment, args.submissions, args.out, _options(args), course=args.course)
+        with lock.held(args.out, "manyheads grade " + " ".join(argv or sys.argv[1:]), notes):
+            before = runs.Before.read(args.out, args.assignment)
+            gen = generations.start(args.out)
+            try:
+                return _grade_into(args, layout, before, gen, notes)
+            finally:
+                shutil.rmtree(gen, ignore_errors=True)  # unless made current (then renamed): a failed run's half
     except PreflightError as exc:
         print(f"manyheads grade: {exc}", file=sys.stderr)
         return 3
     except (GradingError, CollectError) as exc:
         print(f"manyheads grade: {exc}", file=sys.stderr)
         return 2
-    store.write_class(args.out, rows, facts)  # the class result is kept; the outputs are made from what was kept
-    rows, facts, exported = _write_outputs(args, layout)
-    _say_done(args, layout, rows, facts, exported)
+
+
+def _grade_into(args, layout: lms.Plan, before: runs.Before | None, gen: Path, notes: list[str]) -> int:
+    rows, facts = grade(args.assignment, args.submissions, gen, _options(args), course=args.course)
+    rows, plan, merged_notes = runs.after_grading(before, gen, rows, facts, layout, args.reason, args.out)
+    store.write_class(gen, rows, facts)  # the class result is kept; the outputs are made from what was kept
+    store.write_plan(gen, plan)
+    generations.crash_point("records")
+    rows, facts, exported = _write_outputs(args, gen, plan, notes + merged_notes)
+    generations.make_current(args.out, gen)
+    _say_done(args, plan, rows, facts, exported)
     return 0 if exported is not None else 2
+
+
+def _again(args, command: str, redo) -> int:
+    """A rescore or an undo: a new generation made from the last finished run by ``redo(before, gen)`` (rows and
+    notes), its outputs made again, made current."""
+    args.out = Path(args.out).resolve()
+    notes: list[str] = []
+    try:
+        with lock.held(args.out, command, notes):
+            before = runs.Before.read(args.out, args.assignment)
+            if before is None:
+                raise GradingError(f"{args.out} holds no graded class: grade it first (manyheads grade ... --out)")
+            gen = generations.start(args.out)
+            try:
+                rows, note = redo(before, gen)
+                store.write_class(gen, rows, before.facts)
+                _, facts, exported = _write_outputs(args, gen, before.plan, [*notes, note])
+                generations.make_current(args.out, gen)
+            finally:
+                shutil.rmtree(gen, ignore_errors=True)
+    except GradingError as exc:
+        print(f"manyheads {args.command}: {exc}", file=sys.stderr)
+        return 2
+    print(
+        f"{len(rows)} students: {note}; wrote {args.out / 'grades.csv'}, {args.out / 'report.md'}, "
+        f"{args.out / 'report.html'}"
+    )
+    return 0 if exported is not None or before.plan is None else 2
+
+
+def _rescore(args) -> int:
+    if args.gradebook is not None and not args.gradebook.is_file():
+        print(f"manyheads rescore: --gradebook {args.gradebook}: no such file", file=sys.stderr)
+        return 2
+
+    def redo(before, gen):
+        rows = runs.carry_all(before, gen)
+        return rows, f"rescored from the grades kept in {args.out} (nothing was run)"
+
+    return _again(args, f"manyheads rescore {args.assignment} --out {args.out}", redo)
+
+
+def _undo(args) -> int:
+    return _again(
+        args,
+        f"manyheads grade {args.assignment} --out {args.out} --undo {args.undo}",
+        lambda before, gen: runs.undo(before, gen, args.undo, args.out),
+    )
 
 
 def _check(args) -> int:

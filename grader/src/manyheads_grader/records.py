@@ -55,6 +55,22 @@ class Problem:
         return self.text
 
 
+# The reasons a notebook was not graded that say nothing about the notebook: the grader's environment failed it (a
+# re-grade that fails for one of these keeps the student's previous result, term.merge).
+STARTUP_DEATH = (
+    "the kernel died at start-up, before any of the notebook ran: an environment problem, not the student's "
+    "(`manyheads grade --check ASSIGNMENT` says why)"
+)
+CLUSTER_LOST = "the dask cluster lost it after its retries"
+NO_KERNEL = "the kernel did not start"
+ENVIRONMENT_REASONS = (STARTUP_DEATH, CLUSTER_LOST, NO_KERNEL)
+
+
+def of_the_environment(problem: Problem) -> bool:
+    """Whether ``problem`` says the grader's environment, not the notebook, kept it from being graded."""
+    return problem.kind is ProblemKind.NOT_GRADED and problem.detail.startswith(ENVIRONMENT_REASONS)
+
+
 def not_graded(why: str = "") -> Problem:
     """nbgrader produced no graded notebook: the problem, with ``why`` (if known) as its detail."""
     return Problem(ProblemKind.NOT_GRADED, "nbgrader could not grade it" + (f": {why}" if why else ""), why)

@@ -34,7 +34,20 @@ from manyheads_grader.records import (
     VersionFacts,
 )
 
-__all__ = ["FORMAT", "RECORDS", "STAGES", "RecordsError", "write_class", "read_class", "write_stages", "read_stage"]
+__all__ = [
+    "FORMAT",
+    "RECORDS",
+    "STAGES",
+    "RecordsError",
+    "write_class",
+    "read_class",
+    "row_data",
+    "row_from",
+    "write_plan",
+    "read_plan",
+    "write_stages",
+    "read_stage",
+]
 
 FORMAT = 1  # raise it when a field's meaning changes, and teach read_class the old one if it must still be read
 RECORDS = Path("records") / "class.json"
@@ -45,7 +58,8 @@ class RecordsError(Exception):
     """The stored records cannot be read: missing, damaged, or written in another record format."""
 
 
-def _row(row: Row, out: Path) -> dict:
+def row_data(row: Row, out: Path) -> dict:
+    """A row as stored, its feedback page relative to ``out`` (the generation that holds it)."""
     data = {name: getattr(row, name) for name in _ROW_FIELDS}
     data["problems"] = [{"kind": p.kind.value, "text": p.text, "detail": p.detail} for p in row.problems]
     data["repaired"], data["version"] = row.repaired, row.version
@@ -58,7 +72,7 @@ def write_class(out: Path, rows: list[Row], facts: RunFacts) -> Path:
     out = Path(out).resolve()
     path = out / RECORDS
     path.parent.mkdir(parents=True, exist_ok=True)
-    _save(path, {"format": FORMAT, "facts": dataclasses.asdict(facts), "students": [_row(r, out) for r in rows]})
+    _save(path, {"format": FORMAT, "facts": dataclasses.asdict(facts), "students": [row_data(r, out) for r in rows]})
     return path
 
 
@@ -95,7 +109,7 @@ def read_class(out: Path) -> tuple[list[Row], RunFacts]:
         facts_data = dict(data["facts"])
         versions = facts_data.pop("versions")
         facts = RunFacts(**facts_data, versions=None if versions is None else VersionFacts(**versions))
-        rows = [_read_row(student, Path(out).resolve()) for student in data["students"]]
+        rows = [row_from(student, Path(out).resolve()) for student in data["students"]]
     except (KeyError, TypeError, ValueError) as exc:
         raise RecordsError(
             f"{path} is damaged ({type(exc).__name__}: {exc}): grade the class again into {out}"
@@ -103,12 +117,41 @@ def read_class(out: Path) -> tuple[list[Row], RunFacts]:
     return rows, facts
 
 
-def _read_row(data: dict, out: Path) -> Row:
+def row_from(data: dict, out: Path) -> Row:
+    """A stored row read back, its feedback page under ``out``."""
     row = Row(**{name: data[name] for name in _ROW_FIELDS})
     row.problems = [Problem(ProblemKind(p["kind"]), p["text"], p["detail"]) for p in data["problems"]]
     row.repaired, row.version = data["repaired"], data["version"]
     row.feedback = None if data["feedback"] is None else out / data["feedback"]
     return row
+
+
+def write_plan(out: Path, plan) -> None:
+    """Whose file was whose (the LMS download's :class:`~manyheads_grader.output.lms.Plan`), kept so that a rescore
+    or a re-graded student's run can write the whole class's LMS files: ``OUT/records/plan.json``."""
+    files = {rel: dataclasses.asdict(ident) for rel, ident in plan.files.items()}
+    older = {s: [[rel, dataclasses.asdict(i)] for rel, i in found] for s, found in plan.older.items()}
+    folder = Path(out) / RECORDS.parent
+    folder.mkdir(parents=True, exist_ok=True)
+    _save(folder / "plan.json", {"format": FORMAT, "lms": plan.lms, "how": plan.how, "files": files, "older": older})
+
+
+def read_plan(out: Path):
+    """The plan :func:`write_plan` kept (None when there is none: an OUT graded before plans were kept)."""
+    from manyheads_grader.output.lms import Identity, Plan
+
+    path = Path(out) / RECORDS.parent / "plan.json"
+    if not path.is_file():
+        return None
+    data = _load(path, out)
+    try:
+        files = {rel: Identity(**ident) for rel, ident in data["files"].items()}
+        older = {s: [(rel, Identity(**i)) for rel, i in found] for s, found in data["older"].items()}
+        return Plan(data["lms"], data["how"], files=files, older=older)
+    except (KeyError, TypeError) as exc:
+        raise RecordsError(
+            f"{path} is damaged ({type(exc).__name__}: {exc}): grade the class again into {out}"
+        ) from exc
 
 
 # ------------------------------------------------------------------------------------------------------------------

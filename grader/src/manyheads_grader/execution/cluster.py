@@ -25,7 +25,7 @@ from pathlib import Path
 import nbformat
 
 from manyheads_grader.execution.worker import Worker
-from manyheads_grader.records import Checked, GradingError, Options, Run, not_graded
+from manyheads_grader.records import CLUSTER_LOST, Checked, GradingError, Options, Run, not_graded
 
 EXTRA = "cluster"  # pip install "manyheads-grader[cluster]"
 RETRIES = 2  # re-runs of a task that raised (a worker that died counts against allowed-failures instead)
@@ -130,9 +130,7 @@ def grade_on_cluster(run: Run, tasks, where: dict, failed: dict) -> list[Worker]
             except Exception as exc:  # KilledWorker after allowed-failures, or the task raised RETRIES + 1 times
                 why = f"{type(exc).__name__}: {str(exc)[:200]}"
                 for student in chunk:
-                    failed[student.student_id] = not_graded(
-                        f"the dask cluster lost it after its retries ({why}); grade it again"
-                    )
+                    failed[student.student_id] = not_graded(f"{CLUSTER_LOST} ({why}); grade it again")
                 continue
             root = run.work / f"cluster-{i}"
             worker = _Returned(root, run.assignment, run.db, result["log"], result["template_failure"])

@@ -15,12 +15,7 @@ import nbformat
 from manyheads_grader.execution import kernel_client, kernel_fork, sandbox
 from manyheads_grader.nbgrader.session import Session
 from manyheads_grader.output import progress
-from manyheads_grader.records import Options, Problem, ProblemKind, not_graded
-
-STARTUP_DEATH = (
-    "the kernel died at start-up, before any of the notebook ran: an environment problem, not the student's "
-    "(`manyheads grade --check ASSIGNMENT` says why)"
-)
+from manyheads_grader.records import NO_KERNEL, STARTUP_DEATH, Options, Problem, ProblemKind, not_graded
 
 
 def why_failed(log: str, student: str) -> Problem:
@@ -32,7 +27,7 @@ def why_failed(log: str, student: str) -> Problem:
         ("Kernel died", "the kernel died (e.g. the code killed it or ran out of memory)"),
         ("CellTimeoutError", "a cell ran past the time limit and could not be interrupted"),
         ("stopped after", "grading this notebook ran past the overall time limit"),
-        ("Kernel didn't respond", "the kernel did not start"),
+        ("Kernel didn't respond", NO_KERNEL),
     ):
         if needle in text:
             return not_graded(why)

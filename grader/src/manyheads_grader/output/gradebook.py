@@ -93,3 +93,90 @@ def publish_course(dest: Path, master: Path, workers: list, assignment: str, db:
                 shutil.copytree(worker.root / step, dest / step, dirs_exist_ok=True)
         for submitted in worker.root.glob("submitted-*"):
             shutil.copytree(submitted, dest / "submitted", dirs_exist_ok=True)
+
+
+def remove_students(db_file: Path, assignment: str, students: list[str]) -> None:
+    """Remove the students' submissions of ``assignment`` (and their grades and comments) from a sqlite gradebook."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    with alembic_on_path(), Gradebook(f"sqlite:///{db_file}", "manyheads") as gb:
+        for student in students:
+            try:
+                gb.remove_submission(assignment, student)
+            except MissingEntry:
+                continue
+
+
+def carry_students(source: Path, dest: Path, assignment: str, students: list[str]) -> list[str]:
+    """Copy the students' submissions of ``assignment`` from the sqlite gradebook ``source`` into ``dest`` (whose
+    release may be another: ids are matched by assignment, notebook and cell name), with their grades, manual
+    scores and comments; parts ``dest``'s release no longer has are left out. Returns the students carried."""
+    if not students:
+        return []
+    marks = ",".join("?" * len(students))
+    with sqlite3.connect(dest) as con:
+        con.execute("ATTACH DATABASE ? AS src", (str(source),))
+        # the release's ids in src -> in main, by name
+        con.execute(
+            "CREATE TEMP TABLE a_map AS SELECT s.id AS old, m.id AS new FROM src.assignment s "
+            "JOIN main.assignment m ON m.name = s.name WHERE s.name = ?",
+            (assignment,),
+        )
+        con.execute(
+            "CREATE TEMP TABLE n_map AS SELECT s.id AS old, m.id AS new FROM src.notebook s "
+            "JOIN a_map ON s.assignment_id = a_map.old JOIN main.notebook m "
+            "ON m.assignment_id = a_map.new AND m.name = s.name"
+        )
+        con.execute(
+            "CREATE TEMP TABLE c_map AS SELECT s.id AS old, m.id AS new FROM src.base_cell s "
+            "JOIN n_map ON s.notebook_id = n_map.old JOIN main.base_cell m "
+            "ON m.notebook_id = n_map.new AND m.name = s.name AND m.type = s.type"
+        )
+        con.execute(
+            f"CREATE TEMP TABLE subs AS SELECT sa.id AS id FROM src.submitted_assignment sa "
+            f"JOIN a_map ON sa.assignment_id = a_map.old WHERE sa.student_id IN ({marks})",
+            students,
+        )
+        con.execute(f"INSERT OR IGNORE INTO main.student SELECT * FROM src.student WHERE id IN ({marks})", students)
+        con.execute(
+            "INSERT INTO main.submitted_assignment (id, assignment_id, student_id, timestamp, extension) "
+            "SELECT sa.id, a_map.new, sa.student_id, sa.timestamp, sa.extension FROM src.submitted_assignment "
+            "sa JOIN a_map ON sa.assignment_id = a_map.old WHERE sa.id IN (SELECT id FROM subs)"
+        )
+        con.execute(
+            "INSERT INTO main.submitted_notebook (id, assignment_id, notebook_id, flagged, "
+            "late_submission_penalty) SELECT sn.id, sn.assignment_id, n_map.new, sn.flagged, "
+            "sn.late_submission_penalty FROM src.submitted_notebook sn JOIN n_map ON sn.notebook_id = "
+            "n_map.old WHERE sn.assignment_id IN (SELECT id FROM subs)"
+        )
+        for table, columns in (
+            ("grade", "auto_score, manual_score, extra_credit, needs_manual_grade"),
+            ("comment", "auto_comment, manual_comment"),
+        ):
+            con.execute(
+                f"INSERT INTO main.{table} (id, notebook_id, cell_id, {columns}) SELECT t.id, t.notebook_id, "
+                f"c_map.new, {', '.join('t.' + c.strip() for c in columns.split(','))} FROM src.{table} t "
+                f"JOIN c_map ON t.cell_id = c_map.old WHERE t.notebook_id IN (SELECT sn.id FROM "
+                f"src.submitted_notebook sn WHERE sn.assignment_id IN (SELECT id FROM subs))"
+            )
+        carried = [
+            row[0]
+            for row in con.execute("SELECT student_id FROM main.submitted_assignment WHERE id IN (SELECT id FROM subs)")
+        ]
+        con.commit()
+        for temp in ("a_map", "n_map", "c_map", "subs"):
+            con.execute(f"DROP TABLE temp.{temp}")
+        con.execute("DETACH DATABASE src")
+    return sorted(carried)
+
+
+STUDENT_FOLDERS = ("autograded", "feedback", "submitted")  # OUT/course/<folder>/<student>/: nbgrader's files
+
+
+def carry_folders(source: Path, dest: Path, students: list[str]) -> None:
+    """The students' nbgrader folders of course ``source`` copied into course ``dest`` (replacing theirs)."""
+    for folder in STUDENT_FOLDERS:
+        for student in students:
+            if (source / folder / student).is_dir():
+                shutil.rmtree(dest / folder / student, ignore_errors=True)
+                shutil.copytree(source / folder / student, dest / folder / student)
