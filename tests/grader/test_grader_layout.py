@@ -90,8 +90,9 @@ def test_the_runner_orchestrates_and_only_the_command_line_imports_it():
 
 def test_the_folders_show_the_pipeline():
     """Issue 36, item 3: the stages' machinery in folders of their own; at the top only the command line, the runner,
-    the records and their store, notebook reading, and the stages that need no folder (found, scored)."""
-    assert FOLDERS == ["execution", "nbgrader", "output", "output.lms", "review"]
+    the records and their store, notebook reading, and the stages that need no folder (found, scored). Issue 37's
+    term (the runs into one OUT over a term) is a folder of its own around the pipeline."""
+    assert FOLDERS == ["execution", "nbgrader", "output", "output.lms", "review", "term"]
     top = {m for m in MODULES if "." not in m}
     assert top == {"cli", "runner", "records", "store", "notebooks", "submissions", "scoring"}
     for folder in FOLDERS:  # every folder says what it holds, by the names it holds

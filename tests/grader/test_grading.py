@@ -564,9 +564,13 @@ def test_a_hand_graded_assignment_runs_and_every_part_waits_for_a_person(tmp_pat
     done = run_grade(capstone.stem, str(tmp_path / "subs"), "--out", str(tmp_path / "out"), "--jobs", "1")
     assert done.returncode == 0, done.stdout + done.stderr
     row = report.read_csv(tmp_path / "out" / "grades.csv")["ada"]
-    # grades.csv holds the automatic points only (none here); the written ones come from formgrader
-    assert row["status"] == "graded" and float(row["score"]) == 0.0 == float(row["max_score"]) == capstone.auto_points
-    assert row["problems"] == ""
+    # grades.csv counts the written answers' points in the maximum (issue 37: the LMS sees the assignment's whole
+    # maximum); none is given until a person grades them in the formgrader or in OUT/manual-grades.csv
+    assert row["status"] == "graded" and float(row["score"]) == 0.0 == capstone.auto_points
+    assert float(row["max_score"]) == capstone.points
+    written = ", ".join(w.grade_id for w in capstone.written_parts)
+    assert row["problems"] == f"needs a manual look: not hand-graded yet: {written}"
+    assert all(row[w.grade_id] == "" for w in capstone.written_parts)
     # OUT/course is the nbgrader course where formgrader shows each written answer to a person.
     from nbgrader.api import Gradebook
 

@@ -26,7 +26,7 @@ from manyheads_grader.records import FEEDBACK_DIR, GradingError, Options, RunFac
 from manyheads_grader.review import versions  # noqa: E402
 from manyheads_grader.runner import grade  # noqa: E402
 from manyheads_grader.submissions import CollectError  # noqa: E402
-from manyheads_grader.term import generations, lock, runs  # noqa: E402
+from manyheads_grader.term import generations, late, lock, manual, runs, totals  # noqa: E402
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -41,6 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     _how_to_grade(g)
     _what_to_write(g)
     _over_the_term(g)
+    late.add_options(g)
     r = sub.add_parser(
         "rescore",
         help="make every output again from the grades kept in OUT, running nothing (after hand-grading, a changed "
@@ -53,6 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--gradebook", type=Path, help="as for grade: a gradebook CSV exported from the LMS, to fill in")
     r.add_argument("--column", help="as for grade: the gradebook column to fill")
     r.add_argument("--feedback", choices=["student", "full"], default="student", help="as for grade")
+    late.add_options(r)
     return parser
 
 
@@ -182,33 +184,66 @@ def _options(args) -> Options:
     )
 
 
-def _write_outputs(args, gen: Path, plan: lms.Plan | None, term: list[str]) -> tuple[list, RunFacts, lms.Result | None]:
+def _hand_graded(args, gen: Path, rows: list, facts: RunFacts) -> list[str]:
+    """The hand-graded points in force, put into the rows' records (kept in OUT with the class): the formgrader's
+    (gradebook in OUT/course) and the instructor's OUT/manual-grades.csv, whose values win. A bad CSV line is an
+    error naming it (:class:`GradingError`), and nothing of the file is applied. Returns the report's lines."""
+    items = {**facts.manual}
+    gradebook_given = manual.from_gradebook(gen / "course", facts.assignment) if facts.db == "sqlite" else {}
+    csv_given = manual.from_csv(args.out / manual.CSV_NAME, rows, items, facts.points)
+    given, conflicts = manual.combine(gradebook_given, csv_given)
+    for row in rows:
+        for (student, item), value in given.items():
+            if student == row.student_id:
+                row.manual[item] = value.points
+        for item in items:
+            row.manual.setdefault(item, None)
+    lines = [f"hand-graded points: the CSV and the formgrader differ: {c}" for c in conflicts]
+    if csv_given is not None:
+        lines.insert(0, f"hand-graded points read from {args.out / manual.CSV_NAME}: {len(csv_given)}")
+    return lines
+
+
+def _write_outputs(
+    args, gen: Path, plan: lms.Plan | None, term: list[str], kept_policy: dict | None
+) -> tuple[list, RunFacts, lms.Result | None, list[str]]:
     """Every output, made from the class result as kept in the generation ``gen`` (a re-grade or a rescore makes
-    them again without executing anything): grades.csv, report.md, the LMS files, report.html."""
+    them again without executing anything): grades.csv, report.md, the LMS files, report.html; the totals count
+    the hand-graded points and the late policy (term.totals). Returns the rows shown and the summary lines."""
     rows, facts = store.read_class(gen)
-    report.write_csv(gen / "grades.csv", rows, facts.test_ids)
+    term = [*term, *_hand_graded(args, gen, rows, facts)]
+    store.write_class(gen, rows, facts)  # with the hand-graded points in force: a re-grade keeps them
+    policy = late.policy(args, kept_policy)
+    store.write_policy(gen, policy.to_json())
+    shown, total_lines = totals.apply(rows, facts, policy, plan)
+    term += total_lines
+    for row in shown:
+        totals.mark_feedback(row)
+    if facts.manual:
+        manual.write_template(gen / manual.TEMPLATE_NAME, rows, facts.manual)
+    report.write_csv(gen / "grades.csv", shown, totals.columns(facts, policy))
     generations.crash_point("grades.csv")
     term_lines = ["", "## This run in the term", "", *(f"- {line}" for line in term)] if term else []
-    report.write_report(gen / "report.md", rows, facts)
+    report.write_report(gen / "report.md", shown, facts)
     lms_lines: list[str] = []
     exported = None
     if plan is None:
-        print("manyheads grade: no LMS export: this OUT keeps no record of whose file was whose", file=sys.stderr)
+        print("manyheads: no LMS export: this OUT keeps no record of whose file was whose", file=sys.stderr)
     else:
         try:
             exported = lms.export(
-                rows, facts, plan, gen, lms.Into(args.gradebook, args.column), args.feedback == "student"
+                shown, facts, plan, gen, lms.Into(args.gradebook, args.column), args.feedback == "student"
             )
         except lms.LmsError as exc:  # grades.csv and the feedback are written: only the LMS files are missing
-            print(f"manyheads grade: no LMS export: {exc}", file=sys.stderr)
+            print(f"manyheads: no LMS export: {exc}", file=sys.stderr)
         else:
             lms_lines = lms.report_section(plan, exported, args.out)
     generations.crash_point("lms")
     with open(gen / "report.md", "a", encoding="utf-8") as f:
         f.write("\n".join([*lms_lines, *term_lines]) + "\n")
-    report.write_html(gen / "report.html", rows, facts, [*lms_lines, *term_lines])  # the same report, with figures
+    report.write_html(gen / "report.html", shown, facts, [*lms_lines, *term_lines])  # the same report, with figures
     generations.crash_point("report.html")
-    return rows, facts, exported
+    return shown, facts, exported, total_lines
 
 
 def _say_done(args, plan: lms.Plan | None, rows: list, facts: RunFacts, exported: lms.Result | None) -> None:
@@ -271,13 +306,16 @@ def main(argv: list[str] | None = None) -> int:
 
 def _grade_into(args, layout: lms.Plan, before: runs.Before | None, gen: Path, notes: list[str]) -> int:
     rows, facts = grade(args.assignment, args.submissions, gen, _options(args), course=args.course)
-    rows, plan, merged_notes = runs.after_grading(before, gen, rows, facts, layout, args.reason, args.out)
+    rows, plan, merged_notes = runs.after_grading(before, gen, rows, facts, layout, args.reason)
     store.write_class(gen, rows, facts)  # the class result is kept; the outputs are made from what was kept
     store.write_plan(gen, plan)
     generations.crash_point("records")
-    rows, facts, exported = _write_outputs(args, gen, plan, notes + merged_notes)
+    kept_policy = store.read_policy(before.generation) if before else None
+    rows, facts, exported, summary = _write_outputs(args, gen, plan, notes + merged_notes, kept_policy)
     generations.make_current(args.out, gen)
     _say_done(args, plan, rows, facts, exported)
+    for line in summary:
+        print(line)
     return 0 if exported is not None else 2
 
 
@@ -295,7 +333,8 @@ def _again(args, command: str, redo) -> int:
             try:
                 rows, note = redo(before, gen)
                 store.write_class(gen, rows, before.facts)
-                _, facts, exported = _write_outputs(args, gen, before.plan, [*notes, note])
+                kept_policy = store.read_policy(before.generation)
+                _, _, exported, summary = _write_outputs(args, gen, before.plan, [*notes, note], kept_policy)
                 generations.make_current(args.out, gen)
             finally:
                 shutil.rmtree(gen, ignore_errors=True)

@@ -75,6 +75,16 @@ def test_points(release: nbformat.NotebookNode) -> dict[str, float]:
     }
 
 
+def manual_points(release: nbformat.NotebookNode) -> dict[str, float]:
+    """{grade id: points} of the release's hand-graded items (written answers: graded solution cells; tasks)."""
+    found = {}
+    for c in release.cells:
+        meta = c.metadata.get("nbgrader", {})
+        if (meta.get("grade") and meta.get("solution")) or meta.get("task"):
+            found[meta["grade_id"]] = float(meta.get("points", 0))
+    return found
+
+
 def read_submitted(data: bytes) -> tuple[nbformat.NotebookNode | None, str | None, list[str]]:
     """(notebook converted to nbformat 4, None, notes) or (None, why it is not a notebook, [])."""
     try:

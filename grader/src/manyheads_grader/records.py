@@ -113,6 +113,13 @@ class Row:
     submitted: nbformat.NotebookNode | None = None  # the file as handed in, cut to what flags.out_of_order compares
     name: str = ""  # the display name from the LMS's file names, if any (never the id)
     version: str | None = None  # the course release the notebook was written for (versions.py); None: unknown
+    # Hand-graded items (written answers): item -> points given (None: not yet), and a digest of each answer as graded
+    # (a re-grade keeps the points and flags an answer that changed since, term.merge).
+    manual: dict[str, float | None] = field(default_factory=dict)
+    answers: dict[str, str] = field(default_factory=dict)
+    # Made for the outputs only (term.totals), never stored: the points before the late penalty, and the penalty.
+    raw: float | None = None
+    penalty: float = 0.0
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -212,9 +219,22 @@ def class_result(
                 submitted=c.submitted,
                 name=c.name,
                 version=c.version,
+                answers=answer_digests(c.notebook),
             )
         )
     return rows
+
+
+def answer_digests(nb: nbformat.NotebookNode | None) -> dict[str, str]:
+    """{item: sha256 of the answer's text} for the notebook's hand-graded answers (graded solution cells, tasks)."""
+    import hashlib
+
+    found = {}
+    for cell in nb.cells if nb is not None else []:
+        meta = cell.metadata.get("nbgrader", {})
+        if (meta.get("grade") and meta.get("solution")) or meta.get("task"):
+            found[meta.get("grade_id", "")] = hashlib.sha256(cell.source.strip().encode()).hexdigest()[:16]
+    return found
 
 
 @dataclass(frozen=True)
@@ -249,6 +269,7 @@ class RunFacts:
     phases: dict[str, float] = field(default_factory=dict)  # where the jobs' time went, summed over the jobs
     preflight: str = ""  # its one-line summary, or why it did not run
     log: str = ""  # nbgrader's output, every job's
+    manual: dict[str, float] = field(default_factory=dict)  # hand-graded item -> its points, in the notebook's order
 
     @property
     def test_ids(self) -> list[str]:

@@ -211,6 +211,7 @@ def _facts(run: Run, checked: list[Checked], release: Release, execution: Execut
         seconds=run.seconds(),
         db=db,
         log=execution.log,
+        manual=notebooks.manual_points(release.notebook),
         **more,
     )
 

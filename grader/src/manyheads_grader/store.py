@@ -44,6 +44,8 @@ __all__ = [
     "row_data",
     "row_from",
     "write_plan",
+    "write_policy",
+    "read_policy",
     "read_plan",
     "write_stages",
     "read_stage",
@@ -64,6 +66,7 @@ def row_data(row: Row, out: Path) -> dict:
     data["problems"] = [{"kind": p.kind.value, "text": p.text, "detail": p.detail} for p in row.problems]
     data["repaired"], data["version"] = row.repaired, row.version
     data["feedback"] = None if row.feedback is None else str(Path(row.feedback).relative_to(out))
+    data["manual"], data["answers"] = row.manual, row.answers
     return data
 
 
@@ -123,7 +126,20 @@ def row_from(data: dict, out: Path) -> Row:
     row.problems = [Problem(ProblemKind(p["kind"]), p["text"], p["detail"]) for p in data["problems"]]
     row.repaired, row.version = data["repaired"], data["version"]
     row.feedback = None if data["feedback"] is None else out / data["feedback"]
+    row.manual, row.answers = dict(data.get("manual", {})), dict(data.get("answers", {}))  # none before 0.9
     return row
+
+
+def write_policy(out: Path, policy: dict) -> None:
+    """The late policy in force (``term.late``), kept for the runs after this one: ``OUT/records/policy.json``."""
+    folder = Path(out) / RECORDS.parent
+    folder.mkdir(parents=True, exist_ok=True)
+    _save(folder / "policy.json", {"format": FORMAT, "policy": policy})
+
+
+def read_policy(out: Path) -> dict | None:
+    path = Path(out) / RECORDS.parent / "policy.json"
+    return _load(path, out)["policy"] if path.is_file() else None
 
 
 def write_plan(out: Path, plan) -> None:

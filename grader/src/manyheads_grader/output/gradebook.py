@@ -116,22 +116,7 @@ def carry_students(source: Path, dest: Path, assignment: str, students: list[str
     marks = ",".join("?" * len(students))
     with sqlite3.connect(dest) as con:
         con.execute("ATTACH DATABASE ? AS src", (str(source),))
-        # the release's ids in src -> in main, by name
-        con.execute(
-            "CREATE TEMP TABLE a_map AS SELECT s.id AS old, m.id AS new FROM src.assignment s "
-            "JOIN main.assignment m ON m.name = s.name WHERE s.name = ?",
-            (assignment,),
-        )
-        con.execute(
-            "CREATE TEMP TABLE n_map AS SELECT s.id AS old, m.id AS new FROM src.notebook s "
-            "JOIN a_map ON s.assignment_id = a_map.old JOIN main.notebook m "
-            "ON m.assignment_id = a_map.new AND m.name = s.name"
-        )
-        con.execute(
-            "CREATE TEMP TABLE c_map AS SELECT s.id AS old, m.id AS new FROM src.base_cell s "
-            "JOIN n_map ON s.notebook_id = n_map.old JOIN main.base_cell m "
-            "ON m.notebook_id = n_map.new AND m.name = s.name AND m.type = s.type"
-        )
+        _map_release(con, assignment)
         con.execute(
             f"CREATE TEMP TABLE subs AS SELECT sa.id AS id FROM src.submitted_assignment sa "
             f"JOIN a_map ON sa.assignment_id = a_map.old WHERE sa.student_id IN ({marks})",
@@ -168,6 +153,25 @@ def carry_students(source: Path, dest: Path, assignment: str, students: list[str
             con.execute(f"DROP TABLE temp.{temp}")
         con.execute("DETACH DATABASE src")
     return sorted(carried)
+
+
+def _map_release(con: sqlite3.Connection, assignment: str) -> None:
+    """Temp tables a_map, n_map, c_map: the release's ids in the attached ``src`` -> in ``main``, by name."""
+    con.execute(
+        "CREATE TEMP TABLE a_map AS SELECT s.id AS old, m.id AS new FROM src.assignment s "
+        "JOIN main.assignment m ON m.name = s.name WHERE s.name = ?",
+        (assignment,),
+    )
+    con.execute(
+        "CREATE TEMP TABLE n_map AS SELECT s.id AS old, m.id AS new FROM src.notebook s "
+        "JOIN a_map ON s.assignment_id = a_map.old JOIN main.notebook m "
+        "ON m.assignment_id = a_map.new AND m.name = s.name"
+    )
+    con.execute(
+        "CREATE TEMP TABLE c_map AS SELECT s.id AS old, m.id AS new FROM src.base_cell s "
+        "JOIN n_map ON s.notebook_id = n_map.old JOIN main.base_cell m "
+        "ON m.notebook_id = n_map.new AND m.name = s.name AND m.type = s.type"
+    )
 
 
 STUDENT_FOLDERS = ("autograded", "feedback", "submitted")  # OUT/course/<folder>/<student>/: nbgrader's files

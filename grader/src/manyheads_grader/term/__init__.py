@@ -1,2 +1,3 @@
 """A term of grading into one OUT: one run at a time (``lock``), each run's outputs made current in one step
-(``generations``), the class merged with the runs before it (``merge``), the late policy (``late``)."""
+(``generations``), the class as the last run left it and what a new run carries over from it (``runs``), a run's rows
+merged into it with the replaced ones kept in history (``merge``), the late policy (``late``)."""

@@ -21,6 +21,7 @@ from manyheads_grader import store
 from manyheads_grader.records import Problem, ProblemKind, Row, of_the_environment
 
 KEPT_NOTE = "re-grade failed, previous grade kept"
+CHANGED_NOTE = "answer changed since hand-graded"
 
 
 @dataclass
@@ -46,9 +47,26 @@ def merge(previous: list[Row], new: list[Row]) -> Merged:
         if old is not None:
             merged.replaced[sid] = old
             merged.carried.remove(sid)
+            keep_hand_graded(old, row)
         rows[sid] = row
     merged.rows = [rows[s] for s in sorted(rows)]
     return merged
+
+
+def keep_hand_graded(old: Row, new: Row) -> None:
+    """The points a person gave the old submission stay with the new one; an answer whose text changed since is
+    flagged for a look (the points are kept until the person changes them)."""
+    for item, points in old.manual.items():
+        if points is None or new.manual.get(item) is not None:
+            continue
+        new.manual[item] = points
+        if item in old.answers and old.answers.get(item) != new.answers.get(item):
+            new.problems.append(
+                Problem(
+                    ProblemKind.MANUAL,
+                    f"{CHANGED_NOTE}: {item} (the {points:g} points given are kept until you grade it again)",
+                )
+            )
 
 
 def merge_plans(previous, new, carried: list[str]):

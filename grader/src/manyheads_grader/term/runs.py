@@ -75,7 +75,7 @@ def _carry_history(before: Before | None, gen: Path) -> Path:
     return history
 
 
-def after_grading(before: Before | None, gen: Path, rows: list[Row], facts: RunFacts, plan, reason: str, out: Path):
+def after_grading(before: Before | None, gen: Path, rows: list[Row], facts: RunFacts, plan, reason: str):
     """The class after a run that graded ``rows`` into ``gen``: merged with ``before`` (the other students' files
     carried into ``gen``, each replaced result recorded in ``gen/history``). Returns (rows, plan, notes)."""
     history = _carry_history(before, gen)
