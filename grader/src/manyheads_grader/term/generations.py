@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import shutil
 import time
 from pathlib import Path
@@ -22,6 +23,7 @@ from pathlib import Path
 GENERATIONS = "generations"
 CURRENT = "current"
 # What a release before generations wrote into OUT (moved into the first generation): never the instructor's files.
+_LMS_CSVS = tuple(f"{lms}-grades.csv" for lms in ("canvas", "moodle", "blackboard", "generic"))
 _OLD_OUTPUTS = (
     "grades.csv",
     "report.md",
@@ -33,6 +35,7 @@ _OLD_OUTPUTS = (
     "lms-feedback",
     "lms-feedback.zip",
     "lms-feedback-by-hand",
+    *_LMS_CSVS,
 )
 CRASH_AFTER = "MANYHEADS_CRASH_AFTER"  # tests: stop the run (os._exit) right after writing the output of this name
 
@@ -60,7 +63,7 @@ def start(out: Path) -> Path:
         if folder != now:
             shutil.rmtree(folder, ignore_errors=True)
     stamp = time.strftime("%Y%m%dT%H%M%S")
-    new = root / f"{stamp}-{os.getpid()}.partial"
+    new = root / f"{stamp}-{os.getpid()}-{secrets.token_hex(3)}.partial"
     new.mkdir()
     return new
 
@@ -129,12 +132,9 @@ def adopt_old_layout(out: Path) -> None:
             shutil.copytree(old, first / name)
         elif old.is_file() and not old.is_symlink():
             shutil.copy2(old, first / name)
-    for lms_csv in out.glob("*-grades.csv"):
-        if not lms_csv.is_symlink():
-            shutil.copy2(lms_csv, first / lms_csv.name)
     # Copied, then the plain files removed: a crash before the link is made leaves the old layout readable.
     done = make_current(out, first)
-    for name in [*_OLD_OUTPUTS, *(p.name for p in out.glob("*-grades.csv"))]:
+    for name in _OLD_OUTPUTS:
         path = out / name
         if path.exists() and not path.is_symlink() and (done / name).exists():
             shutil.rmtree(path) if path.is_dir() else path.unlink()
