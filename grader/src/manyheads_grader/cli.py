@@ -388,3 +388,22 @@ def _check(args) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def options_table(command: str) -> str:
+    """The Markdown table of a command's options, made from its parser (instructors/grading.md shows it; a test
+    fails when the page's differs, and tools/grading_options.py writes it)."""
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices[command]
+    lines = ["| option | default | meaning |", "|---|---|---|"]
+    for action in sub._actions:
+        if not action.option_strings or action.dest == "help":
+            continue
+        flag = max(action.option_strings, key=len)
+        shown = f"{flag} {action.metavar or action.dest.upper()}" if action.nargs != 0 else flag
+        default = "off" if action.nargs == 0 else ("" if action.default in (None, "==SUPPRESS==") else action.default)
+        if action.dest == "jobs":
+            default = "the cores + 1"
+        text = (action.help or "").replace("|", "\\|")
+        lines.append(f"| `{shown}` | {default} | {text} |")
+    return "\n".join(lines)
