@@ -27,7 +27,8 @@ def rewrite(text: str) -> str:
         pattern = re.compile(re.escape(start) + ".*?" + re.escape(end), re.S)
         if not pattern.search(text):
             sys.exit(f"{PAGE}: no {start} ... {end} markers")
-        text = pattern.sub(lambda _: f"{start}\n{options_table(command)}\n{end}", text)
+        block = f"{start}\n{options_table(command)}\n{end}"
+        text = pattern.sub(lambda _, block=block: block, text)
     return text
 
 

@@ -264,3 +264,46 @@ def test_an_out_of_the_old_layout_becomes_the_first_generation(tmp_path):
     assert (tmp_path / "grades.csv").is_symlink() and (tmp_path / "grades.csv").read_text() == "old\n"
     assert store.read_class(tmp_path)[0][0].student_id == "ann"
     assert not (tmp_path / manual.CSV_NAME).is_symlink(), "the instructor's file stays where it is"
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# a truthful report (item 6)
+
+
+def test_a_syntax_error_is_reported_once_as_itself_not_as_the_name_errors_after_it():
+    import nbformat
+
+    from manyheads_grader.output import feedback
+
+    def cell(source, meta, error=None):
+        c = nbformat.v4.new_code_cell(source)
+        c.metadata["nbgrader"] = meta
+        if error:
+            c.outputs = [nbformat.v4.new_output("error", ename=error[0], evalue=error[1], traceback=[error[2]])]
+        return c
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        cell(
+            "def softmax(x)\n    return x",
+            {"solution": True, "grade_id": "answer"},
+            ("SyntaxError", "expected ':' (2209.py, line 1)", "Cell In[3], line 1\n    def softmax(x)\n"),
+        ),
+        cell(
+            "assert softmax(1) == 1",
+            {"grade": True, "grade_id": "test_a", "points": 2, "score": 0},
+            ("NameError", "name 'softmax' is not defined", ""),
+        ),
+        cell(
+            "assert softmax(2) == 2",
+            {"grade": True, "grade_id": "test_b", "points": 2, "score": 0},
+            ("NameError", "name 'softmax' is not defined", ""),
+        ),
+    ]
+    parts = {p.grade_id: p.message for p in feedback.parts_of(nb)}
+    assert parts == {
+        "test_a": "SyntaxError: expected ':' (line 1 of your answer: `def softmax(x)`)",
+        "test_b": feedback.NOT_RUN,
+    }
+    nb.cells[0].outputs = []  # no syntax error: the tests' own messages
+    assert {p.message for p in feedback.parts_of(nb)} == {"NameError: name 'softmax' is not defined"}

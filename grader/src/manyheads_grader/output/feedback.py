@@ -126,6 +126,30 @@ class Part:
     where: str | None = None
 
 
+NOT_RUN = "not run: an answer above has a SyntaxError (see the first failed part)"
+_LINE = re.compile(r"line (\d+)")
+
+
+def syntax_error(cell) -> str | None:
+    """``SyntaxError: ... (line N of your answer: `code`)`` when the cell's code did not compile, else None."""
+    for output in cell.get("outputs", []):
+        if output.get("output_type") == "error" and output.get("ename") in (
+            "SyntaxError",
+            "IndentationError",
+            "TabError",
+        ):
+            text = plain(" ".join([str(output.get("evalue", "")), *output.get("traceback", [])]))
+            found = _LINE.search(text)
+            lines = cell.source.splitlines()
+            where = ""
+            if found and 0 < int(found.group(1)) <= len(lines):
+                n = int(found.group(1))
+                where = f" (line {n} of your answer: `{lines[n - 1].strip()[:80]}`)"
+            message = re.sub(r"\s*\([^()]*line \d+\)\s*$", "", str(output.get("evalue", "")).strip())
+            return f"{output.get('ename')}: {plain(message)}{where}"
+    return None
+
+
 def _title(cell) -> str:
     first = cell.source.strip().splitlines()[0] if cell.source.strip() else ""
     return first.strip('"').strip("'").strip() if first.startswith(('"""', "'''")) else ""
@@ -137,8 +161,11 @@ def parts_of(nb: nbformat.NotebookNode, pending: set[str] = frozenset()) -> list
     ``pending``: grade ids that still need a person (their score is not final).
     """
     found = []
+    broken = None  # the first answer cell that did not compile: later tests fail because of it, not on their own
     for cell in nb.cells:
         meta = cell.metadata.get("nbgrader", {})
+        if broken is None and cell.cell_type == "code" and not (meta.get("grade") and not meta.get("solution")):
+            broken = syntax_error(cell)
         if not meta.get("grade"):
             continue
         score, points = meta.get("score"), meta.get("points")
@@ -157,6 +184,9 @@ def parts_of(nb: nbformat.NotebookNode, pending: set[str] = frozenset()) -> list
                     failed_where(cell.source, errors[0]) if errors else None,
                 )
             )
+            if errors and broken is not None:  # said once, as what it is; the tests after it did not run
+                first = not any(p.message.startswith(broken) or p.message.startswith(NOT_RUN) for p in found[:-1])
+                found[-1].message, found[-1].where = (broken, "your answer") if first else (NOT_RUN, "your answer")
         else:
             waiting = score is None or meta["grade_id"] in pending
             status = "waiting for a grader" if waiting else "graded"

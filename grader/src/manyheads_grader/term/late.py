@@ -126,7 +126,8 @@ def add_options(parser) -> None:
     """The late policy's options, for ``grade`` and ``rescore``."""
     parser.add_argument(
         "--due",
-        help="due date, ISO 8601, e.g. 2026-12-01T23:59:00-05:00 (no offset: this machine's zone); every late option is kept in OUT for the runs after, until given again",
+        help="due date, ISO 8601, e.g. 2026-12-01T23:59:00-05:00 (no offset: this machine's zone); every late "
+        "option is kept in OUT for the runs after, until given again",
     )
     parser.add_argument(
         "--late-penalty",
