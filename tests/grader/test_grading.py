@@ -344,7 +344,7 @@ def test_batch_runs_to_the_end_and_writes_everything(graded):
     header = (out / "grades.csv").read_text().splitlines()[0]
     assert header == (
         "student_id,score,max_score,status,problems,"
-        "test_softmax,test_scaled_dot_product_attention,test_attention_entropy"
+        "test_softmax,test_scaled_dot_product_attention,test_attention_entropy,one_head_two_targets"
     )
     report_md = (out / "report.md").read_text()
     for student, case in graded["cases"].items():
@@ -396,7 +396,8 @@ def test_each_submission_gets_the_right_status_score_and_feedback(graded, studen
         assert row["score"] == "" and row["max_score"] == ""
         assert not (out / "feedback" / student).exists()
     else:
-        assert float(row["score"]) == case.score and float(row["max_score"]) == corpus.FULL, row
+        assert float(row["score"]) == case.score and float(row["max_score"]) == corpus.MAXIMUM, row
+        assert row[corpus.WRITTEN] == "" and corpus.PENDING in row["problems"], row
         per_test = [
             float(row[g]) for g in ("test_softmax", "test_scaled_dot_product_attention", "test_attention_entropy")
         ]
@@ -404,7 +405,8 @@ def test_each_submission_gets_the_right_status_score_and_feedback(graded, studen
     for text in case.problems_have:
         assert text in row["problems"], row["problems"]
     if case.status == "graded" and case.problems_have == ():  # at most a note about the student's own cells
-        assert all("extra cell" in p for p in row["problems"].split("; ") if p), row["problems"]
+        noted = [p for p in row["problems"].split("; ") if p and p != corpus.PENDING]
+        assert all("extra cell" in p for p in noted), row["problems"]
     feedback = out / "feedback" / student / f"{EX1}.html"
     if case.score is not None:
         html = feedback.read_text(encoding="utf-8")
@@ -569,7 +571,7 @@ def test_a_hand_graded_assignment_runs_and_every_part_waits_for_a_person(tmp_pat
     assert row["status"] == "graded" and float(row["score"]) == 0.0 == capstone.auto_points
     assert float(row["max_score"]) == capstone.points
     written = ", ".join(w.grade_id for w in capstone.written_parts)
-    assert row["problems"] == f"needs a manual look: not hand-graded yet: {written}"
+    assert row["problems"] == f"written answers not hand-graded yet: {written}"
     assert all(row[w.grade_id] == "" for w in capstone.written_parts)
     # OUT/course is the nbgrader course where formgrader shows each written answer to a person.
     from nbgrader.api import Gradebook

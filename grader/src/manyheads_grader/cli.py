@@ -20,6 +20,7 @@ skip_iri_parsers()  # before nbformat is imported below: seconds of CPU for a st
 
 from manyheads_grader import store  # noqa: E402
 from manyheads_grader import submissions as collect  # noqa: E402
+from manyheads_grader.execution import sandbox  # noqa: E402
 from manyheads_grader.execution.preflight import PreflightError  # noqa: E402
 from manyheads_grader.output import lms, report  # noqa: E402
 from manyheads_grader.records import FEEDBACK_DIR, GradingError, Options, RunFacts, default_jobs  # noqa: E402
@@ -286,6 +287,9 @@ def main(argv: list[str] | None = None) -> int:
         layout = _plan(args)
     except (CollectError, lms.LmsError) as exc:
         print(f"manyheads grade: {exc}", file=sys.stderr)
+        return 2
+    if not args.no_sandbox and (why := sandbox.available()):  # before OUT is made: nothing written
+        print(f"manyheads grade: {why}", file=sys.stderr)
         return 2
     notes: list[str] = []
     try:

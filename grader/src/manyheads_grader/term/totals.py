@@ -8,79 +8,90 @@ from __future__ import annotations
 import copy
 import html
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from manyheads_grader.records import Problem, ProblemKind, Row, RunFacts
 from manyheads_grader.term.late import Policy, submitted_at
 
-MANUAL_PREFIX = "needs a manual look"
+PENDING = "written answers not hand-graded yet"
 
 
 def _num(x: float) -> str:
     return f"{x:g}"
 
 
+@dataclass
+class _Tally:
+    """What the class's lines say: the late students, those with no known time, the written answers left."""
+
+    late: list[str] = field(default_factory=list)
+    unknown: list[str] = field(default_factory=list)
+    ungraded: int = 0
+    left_out: float = 0.0
+
+
 def apply(rows: list[Row], facts: RunFacts, policy: Policy, plan) -> tuple[list[Row], list[str]]:
     """Copies of ``rows`` with their totals (score = automatic + hand-graded so far - late penalty, out of the
     automatic and hand-graded maximum), the hand-graded items as columns, and a note per late student; the report's
     lines about the whole class."""
-    out, unknown, ungraded_students, left_out, late = [], [], 0, 0.0, []
-    maximum = facts.max_score + sum(facts.manual.values())
-    for row in rows:
-        row = copy.copy(row)
-        row.tests, row.problems = dict(row.tests), list(row.problems)
-        for item, points in row.manual.items():
-            if item in facts.points and points is not None:
-                row.tests[item] = points  # a person's score over the automatic one
-        for item in facts.manual:
-            row.tests[item] = row.manual.get(item)
-        if row.score is not None:
-            auto = sum(v or 0.0 for k, v in row.tests.items() if k in facts.points)
-            given = sum(row.manual[i] for i in facts.manual if row.manual.get(i) is not None)
-            pending = [i for i in facts.manual if row.manual.get(i) is None]
-            row.problems = [
-                p for p in row.problems if not (p.kind is ProblemKind.MANUAL and p.text.startswith(MANUAL_PREFIX))
-            ]
-            if pending:
-                row.problems.insert(
-                    0, Problem(ProblemKind.MANUAL, f"{MANUAL_PREFIX}: not hand-graded yet: {', '.join(pending)}")
-                )
-                ungraded_students += 1
-                left_out += sum(facts.manual[i] for i in pending)
-            raw = auto + given
-            penalty, final, why = policy.verdict(
-                row.student_id, raw, maximum, submitted_at(policy, plan, row.student_id)
-            )
-            row.score, row.max_score = final, maximum
-            row.raw, row.penalty = raw, penalty
-            if why == "time unknown":
-                unknown.append(row.student_id)
-            elif why:
-                row.problems.append(
-                    Problem(ProblemKind.NOTE, f"late: {why}: {_num(raw)} - {_num(penalty)} = {_num(final)} points")
-                )
-                late.append(row.student_id)
-        out.append(row)
+    tally = _Tally()
+    shown = [_total(row, facts, policy, plan, tally) for row in rows]
+    return shown, _lines(facts, policy, tally)
+
+
+def _total(row: Row, facts: RunFacts, policy: Policy, plan, tally: _Tally) -> Row:
+    row = copy.copy(row)
+    row.tests, row.problems = dict(row.tests), list(row.problems)
+    for item, points in row.manual.items():
+        if item in facts.points and points is not None:
+            row.tests[item] = points  # a person's score over the automatic one
+    for item in facts.manual:
+        row.tests[item] = row.manual.get(item)
+    if row.score is None:
+        return row
+    auto = sum(v or 0.0 for k, v in row.tests.items() if k in facts.points)
+    given = sum(row.manual[i] for i in facts.manual if row.manual.get(i) is not None)
+    pending = [i for i in facts.manual if row.manual.get(i) is None]
+    if pending:
+        row.problems.append(Problem(ProblemKind.NOTE, f"{PENDING}: {', '.join(pending)}"))
+        tally.ungraded += 1
+        tally.left_out += sum(facts.manual[i] for i in pending)
+    raw, maximum = auto + given, facts.max_score + sum(facts.manual.values())
+    penalty, final, why = policy.verdict(row.student_id, raw, maximum, submitted_at(policy, plan, row.student_id))
+    row.score, row.max_score, row.raw, row.penalty = final, maximum, raw, penalty
+    if why == "time unknown":
+        tally.unknown.append(row.student_id)
+    elif why:
+        row.problems.append(
+            Problem(ProblemKind.NOTE, f"late: {why}: {_num(raw)} - {_num(penalty)} = {_num(final)} points")
+        )
+        tally.late.append(row.student_id)
+    return row
+
+
+def _lines(facts: RunFacts, policy: Policy, tally: _Tally) -> list[str]:
     lines = []
     if policy.due:
         lines.append(
             f"late policy: due {policy.due} ({policy.zone}), {_num(policy.penalty)} % of the maximum per started day "
             f"late, at most {_num(policy.cap)} %"
             + (f", 0 after {_num(policy.cutoff)} days" if policy.cutoff is not None else "")
-            + f"; {len(policy.extensions)} extension(s); late: {', '.join(late) or 'nobody'}"
+            + f"; {len(policy.extensions)} extension(s); late: {', '.join(tally.late) or 'nobody'}"
         )
-        if unknown:
+        if tally.unknown:
             lines.append(
-                f"time unknown (no penalty applied; give --times with an export from the LMS): {', '.join(unknown)}"
+                "time unknown (no penalty applied; give --times with an export from the LMS): "
+                + ", ".join(tally.unknown)
             )
     if facts.manual:
         lines.append(
-            f"{ungraded_students} student(s) still have hand-graded answers to grade, leaving out "
-            f"{_num(left_out)} points in all; their totals so far count only what is graded"
-            if ungraded_students
+            f"{tally.ungraded} student(s) still have hand-graded answers to grade, leaving out "
+            f"{_num(tally.left_out)} points in all; their totals so far count only what is graded"
+            if tally.ungraded
             else "every hand-graded answer has its points"
         )
-    return out, lines
+    return lines
 
 
 def columns(facts: RunFacts, policy: Policy) -> list[str]:
@@ -102,7 +113,7 @@ def mark_feedback(row: Row) -> None:
     if row.penalty:
         parts.append(f"late penalty: -{_num(row.penalty)}")
     parts.append(f"final: {_num(row.score)} of {_num(row.max_score)}")
-    pending = [p.text for p in row.problems if p.kind is ProblemKind.MANUAL]
+    pending = [p.text for p in row.problems if p.text.startswith(PENDING)]
     block = (
         '<!-- manyheads:totals --><div class="mh-totals" role="note"><p><b>'
         + html.escape("; ".join(parts))
