@@ -170,3 +170,46 @@ def test_runs_killed_at_several_points_leave_readable_outputs_and_the_next_run_s
     done = run_grade(EX1, str(term / "week1"), "--out", str(out), "--jobs", "2", "--quiet")
     assert done.returncode == 0, done.stdout + done.stderr
     assert sorted(report.read_csv(out / "grades.csv")) == CLASS and len(list((out / "history").glob("*.json"))) == 6
+
+
+def _course_with_new_points(tmp_path: Path) -> Path:
+    """A copy of the course whose exercise 1 gives test_softmax 3 points instead of 2 (a changed release)."""
+    import nbformat
+
+    course = tmp_path / "course"
+    (course / "solutions").mkdir(parents=True)
+    shutil.copy2(corpus.ROOT / "nbgrader_config.py", course / "nbgrader_config.py")
+    shutil.copytree(corpus.ROOT / "solutions" / EX1, course / "solutions" / EX1)
+    path = course / "solutions" / EX1 / f"{EX1}.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    [test] = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "test_softmax"]
+    test.metadata["nbgrader"]["points"] = 3
+    nbformat.write(nb, path)
+    return course
+
+
+def test_a_changed_point_value_lists_who_was_graded_before_and_a_class_re_grade_applies_it(term, tmp_path):
+    out, course = _copy(term, tmp_path), _course_with_new_points(tmp_path)
+    done = run_grade(EX1, str(term / "late"), "--out", str(out), "--course", str(course), "--quiet")
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = report.read_csv(out / "grades.csv")
+    # s001's notebook came from the earlier release (2 points): recognised, not blamed as an edited test
+    assert rows["s001"]["status"] == "graded" and rows["s001"]["score"] == "9" and rows["s001"]["max_score"] == "11"
+    assert "edited" not in rows["s001"]["problems"] and "written for an earlier release" in rows["s001"]["problems"]
+    earlier = sorted(s for s, r in rows.items() if "graded under an earlier release" in r["problems"])
+    assert earlier == ["s000", "s002", "s003", "s004", "s005"]
+    assert "5 student(s) graded under an earlier release" in (out / "report.md").read_text()
+    again = run_grade(EX1, str(term / "week1"), "--out", str(out), "--course", str(course), "--quiet")
+    assert again.returncode == 0, again.stdout + again.stderr
+    rows = report.read_csv(out / "grades.csv")
+    assert {s: r["score"] for s, r in rows.items()} == {
+        "s000": "9",
+        "s001": "5",
+        "s002": "0",
+        "s003": "9",
+        "s004": "5",
+        "s005": "0",
+    }
+    for row in rows.values():  # every notebook was written for the earlier release: said, not blamed
+        assert "graded under an earlier release" not in row["problems"] and "edited" not in row["problems"], row
+        assert "written for an earlier release" in row["problems"] and row["status"] == "graded", row

@@ -24,7 +24,6 @@ SOURCE = ROOT / "solutions" / EX1 / f"{EX1}.ipynb"
 FULL = 8.0  # automatic points of exercise 1: 2 + 4 + 2
 WRITTEN = "one_head_two_targets"  # exercise 1's written answer: 2 points a person gives (the maximum counts them)
 MAXIMUM = FULL + 2.0
-PENDING = f"written answers not hand-graded yet: {WRITTEN}"
 
 
 @dataclass

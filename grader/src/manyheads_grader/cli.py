@@ -309,7 +309,13 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _grade_into(args, layout: lms.Plan, before: runs.Before | None, gen: Path, notes: list[str]) -> int:
-    rows, facts = grade(args.assignment, args.submissions, gen, _options(args), course=args.course)
+    earlier = store.read_releases(before.generation) if before else []
+    opts = _options(args)
+    opts.earlier = frozenset(tuple(cell) for manifest in earlier for cell in manifest)
+    rows, facts = grade(args.assignment, args.submissions, gen, opts, course=args.course)
+    for row in rows:
+        row.release = facts.release
+    store.write_releases(gen, earlier + ([facts.manifest] if facts.manifest not in earlier else []))
     rows, plan, merged_notes = runs.after_grading(before, gen, rows, facts, layout, args.reason)
     store.write_class(gen, rows, facts)  # the class result is kept; the outputs are made from what was kept
     store.write_plan(gen, plan)

@@ -75,6 +75,25 @@ def test_points(release: nbformat.NotebookNode) -> dict[str, float]:
     }
 
 
+def digest(source: str) -> str:
+    """A short digest of a cell's text (surrounding blank space ignored)."""
+    import hashlib
+
+    return hashlib.sha256(source.strip().encode()).hexdigest()[:16]
+
+
+def release_manifest(release: nbformat.NotebookNode) -> list[list]:
+    """What identifies a release of an assignment: [grade id, points, digest of the text] of each cell the student
+    may not change (tests and read-only cells), in order. Kept in OUT for each release graded there, so that a
+    notebook written for an earlier one is recognised as such, not as edited (review.repair)."""
+    found = []
+    for c in release.cells:
+        meta = c.metadata.get("nbgrader", {})
+        if (meta.get("grade") and not meta.get("solution")) or meta.get("locked"):
+            found.append([meta.get("grade_id", ""), float(meta.get("points", 0) or 0), digest(c.source)])
+    return found
+
+
 def manual_points(release: nbformat.NotebookNode) -> dict[str, float]:
     """{grade id: points} of the release's hand-graded items (written answers: graded solution cells; tasks)."""
     found = {}

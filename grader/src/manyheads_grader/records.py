@@ -117,9 +117,11 @@ class Row:
     # (a re-grade keeps the points and flags an answer that changed since, term.merge).
     manual: dict[str, float | None] = field(default_factory=dict)
     answers: dict[str, str] = field(default_factory=dict)
+    release: str = ""  # the digest of the release it was graded under (RunFacts.release); "": not known
     # Made for the outputs only (term.totals), never stored: the points before the late penalty, and the penalty.
     raw: float | None = None
     penalty: float = 0.0
+    pending: list[str] = field(default_factory=list)  # hand-graded items without points yet
 
 
 # ------------------------------------------------------------------------------------------------------------------
@@ -270,6 +272,14 @@ class RunFacts:
     preflight: str = ""  # its one-line summary, or why it did not run
     log: str = ""  # nbgrader's output, every job's
     manual: dict[str, float] = field(default_factory=dict)  # hand-graded item -> its points, in the notebook's order
+    manifest: list = field(default_factory=list)  # the release's [grade id, points, digest] (notebooks.py)
+
+    @property
+    def release(self) -> str:
+        """The release's digest: two runs with the same tests and points have the same."""
+        import hashlib
+
+        return hashlib.sha256(repr(self.manifest).encode()).hexdigest()[:16] if self.manifest else ""
 
     @property
     def test_ids(self) -> list[str]:
@@ -317,6 +327,7 @@ class Options:
     preflight: bool = True  # grade the reference answers and a blank release first (preflight.py)
     quiet: bool = False  # no progress lines (progress.py)
     check: bool = False  # only the preflight (``manyheads grade --check``): no submissions, nothing written to OUT
+    earlier: frozenset = frozenset()  # cells of earlier releases graded into OUT: (grade id, points, digest)
 
 
 @dataclass(frozen=True)

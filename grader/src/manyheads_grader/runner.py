@@ -212,6 +212,7 @@ def _facts(run: Run, checked: list[Checked], release: Release, execution: Execut
         db=db,
         log=execution.log,
         manual=notebooks.manual_points(release.notebook),
+        manifest=notebooks.release_manifest(release.notebook),
         **more,
     )
 
@@ -223,7 +224,9 @@ def _grade_with(workers: list[Worker], submissions: Path | None, run: Run) -> tu
     release = _release(run)
     checked, skipped = [], []
     if not opts.check:
-        checked, skipped = check_submissions(submissions, release.notebook, run.assignment, opts.pattern, opts.lms)
+        checked, skipped = check_submissions(
+            submissions, release.notebook, run.assignment, opts.pattern, opts.lms, opts.earlier
+        )
     todo = [c for c in checked if c.notebook is not None]
     jobs = 1 if opts.check else max(1, min(opts.jobs, len(todo)))
     for worker in workers[jobs:]:

@@ -45,6 +45,8 @@ __all__ = [
     "row_from",
     "write_plan",
     "write_policy",
+    "write_releases",
+    "read_releases",
     "read_policy",
     "read_plan",
     "write_stages",
@@ -66,7 +68,7 @@ def row_data(row: Row, out: Path) -> dict:
     data["problems"] = [{"kind": p.kind.value, "text": p.text, "detail": p.detail} for p in row.problems]
     data["repaired"], data["version"] = row.repaired, row.version
     data["feedback"] = None if row.feedback is None else str(Path(row.feedback).relative_to(out))
-    data["manual"], data["answers"] = row.manual, row.answers
+    data["manual"], data["answers"], data["release"] = row.manual, row.answers, row.release
     return data
 
 
@@ -127,6 +129,7 @@ def row_from(data: dict, out: Path) -> Row:
     row.repaired, row.version = data["repaired"], data["version"]
     row.feedback = None if data["feedback"] is None else out / data["feedback"]
     row.manual, row.answers = dict(data.get("manual", {})), dict(data.get("answers", {}))  # none before 0.9
+    row.release = data.get("release", "")
     return row
 
 
@@ -140,6 +143,19 @@ def write_policy(out: Path, policy: dict) -> None:
 def read_policy(out: Path) -> dict | None:
     path = Path(out) / RECORDS.parent / "policy.json"
     return _load(path, out)["policy"] if path.is_file() else None
+
+
+def write_releases(out: Path, manifests: list[list]) -> None:
+    """Every release of the assignment graded into this OUT (``notebooks.release_manifest``, oldest first):
+    ``OUT/records/releases.json``."""
+    folder = Path(out) / RECORDS.parent
+    folder.mkdir(parents=True, exist_ok=True)
+    _save(folder / "releases.json", {"format": FORMAT, "releases": manifests})
+
+
+def read_releases(out: Path) -> list[list]:
+    path = Path(out) / RECORDS.parent / "releases.json"
+    return _load(path, out)["releases"] if path.is_file() else []
 
 
 def write_plan(out: Path, plan) -> None:

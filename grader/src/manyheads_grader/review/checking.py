@@ -18,10 +18,12 @@ from manyheads_grader.submissions import collect as collect_submissions
 __all__ = ["check_submissions"]
 
 
-def _check_one(sub, release: nbformat.NotebookNode, assignment: str) -> Checked:
+def _check_one(sub, release: nbformat.NotebookNode, assignment: str, earlier: frozenset) -> Checked:
     """One student's files checked against the release: the one to grade (repaired), or none, and why."""
     problems = [Problem(ProblemKind.COLLECTED, p) for p in sub.problems]
-    checked = {name: (repair.check(data, release, assignment), mtime) for name, (data, mtime) in sub.files.items()}
+    checked = {
+        name: (repair.check(data, release, assignment, earlier), mtime) for name, (data, mtime) in sub.files.items()
+    }
     pick, repairs, notes = repair.choose(checked) if checked else (None, [], [])
     problems += [Problem(ProblemKind.NOTE, n) for n in notes] + [Problem(ProblemKind.REPAIRED, r) for r in repairs]
     if pick is None:
@@ -44,9 +46,15 @@ def _check_one(sub, release: nbformat.NotebookNode, assignment: str) -> Checked:
 
 
 def check_submissions(
-    submissions: Path, release: nbformat.NotebookNode, assignment: str, pattern: str | None, lms: str = "auto"
+    submissions: Path,
+    release: nbformat.NotebookNode,
+    assignment: str,
+    pattern: str | None,
+    lms: str = "auto",
+    earlier: frozenset = frozenset(),
 ) -> tuple[list[Checked], list[str]]:
     """Collect (found) and check (checked) every student's files: one Checked each, with the notebook to grade or
-    none; the files that belong to no student."""
+    none; the files that belong to no student. ``earlier``: the cells of earlier releases graded into the same OUT
+    (``repair.check``)."""
     subs, skipped = collect_submissions(submissions, pattern, lms)
-    return [_check_one(sub, release, assignment) for sub in subs], skipped
+    return [_check_one(sub, release, assignment, earlier) for sub in subs], skipped

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import nbformat
 
-from manyheads_grader.notebooks import read_submitted
+from manyheads_grader.notebooks import digest, read_submitted
 
 RELEASE_META_KEYS = ("nbgrader", "editable", "deletable")
 
@@ -107,6 +107,8 @@ class _Repair:
     repairs: list[str] = field(default_factory=list)
     reattached: dict[str, list[str]] = field(default_factory=dict)  # how it was matched -> grade ids
     extra: int = 0  # cells of the student's own
+    earlier: frozenset = frozenset()  # (grade id, points, digest) of the cells of earlier releases graded in OUT
+    older: list[str] = field(default_factory=list)  # grade ids found as an earlier release had them
 
 
 def _restore(cell, rel, how: str | None, graded_ids: set, found: _Repair) -> None:
@@ -121,6 +123,10 @@ def _restore(cell, rel, how: str | None, graded_ids: set, found: _Repair) -> Non
         for key in RELEASE_META_KEYS:
             if key in rel.metadata:
                 cell.metadata[key] = copy.deepcopy(rel.metadata[key])
+        if isinstance(old_meta, dict) and _of_an_earlier_release(cell, rel, old_meta, rel_meta, found.earlier):
+            found.older.append(gid)  # as an earlier release had it: the current one's, without blame
+            cell.source = rel.source if rel_meta.get("locked") else cell.source
+            return
         if not isinstance(old_meta, dict):
             found.reattached.setdefault(how, []).append(gid)
         elif any(old_meta.get(k) != rel_meta.get(k) for k in ("grade_id", "grade", "solution", "locked", "points")):
@@ -135,6 +141,15 @@ def _restore(cell, rel, how: str | None, graded_ids: set, found: _Repair) -> Non
         found.repairs.append(f"{what} with grade id {gid}: kept as ordinary code, not graded")
     if rel is None and not (cell.cell_type == "code" and not cell.source.strip()):
         found.extra += 1
+
+
+def _of_an_earlier_release(cell, rel, old_meta: dict, rel_meta: dict, earlier: frozenset) -> bool:
+    """Whether a cell that differs from the release is exactly as an earlier release of the assignment had it."""
+    if any(old_meta.get(k) != rel_meta.get(k) for k in ("grade_id", "grade", "solution", "locked")):
+        return False
+    changed = old_meta.get("points") != rel_meta.get("points") or (rel_meta.get("locked") and cell.source != rel.source)
+    points = float(old_meta.get("points", 0) or 0)
+    return bool(changed) and (rel_meta["grade_id"], points, digest(cell.source)) in earlier
 
 
 def _restored_cells(nb: nbformat.NotebookNode, release, matched: dict, found: _Repair) -> list:
@@ -182,16 +197,22 @@ def _reinsert_deleted(out_cells: list, release, matched: dict, found: _Repair) -
         out_cells.insert(at, rel)
 
 
-def check(data: bytes, release: nbformat.NotebookNode, assignment: str) -> FileCheck:
-    """Check and repair one submitted file (bytes) against the release notebook of ``assignment``."""
+def check(data: bytes, release: nbformat.NotebookNode, assignment: str, earlier: frozenset = frozenset()) -> FileCheck:
+    """Check and repair one submitted file (bytes) against the release notebook of ``assignment``; ``earlier``: the
+    cells of earlier releases graded into the same OUT (a notebook written for one of them is not blamed)."""
     nb, fatal, notes = read_submitted(data)
     if nb is None:
         return FileCheck(None, fatal=fatal)
     matched = _match(nb.cells, release.cells)
     if why := _not_this_assignment(nb, release, assignment, matched):
         return FileCheck(None, fatal=why)
-    found = _Repair()
+    found = _Repair(earlier=earlier)
     out_cells = _restored_cells(nb, release, matched, found)
+    if found.older:
+        notes.append(
+            f"written for an earlier release of the assignment ({', '.join(found.older)} changed since): graded with "
+            "the current release's tests and points"
+        )
     for how, gids in found.reattached.items():
         found.repairs.insert(
             0,

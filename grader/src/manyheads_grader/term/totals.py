@@ -15,6 +15,7 @@ from manyheads_grader.records import Problem, ProblemKind, Row, RunFacts
 from manyheads_grader.term.late import Policy, submitted_at
 
 PENDING = "written answers not hand-graded yet"
+EARLIER = "graded under an earlier release of the assignment: grade again to apply the current tests and points"
 
 
 def _num(x: float) -> str:
@@ -29,6 +30,7 @@ class _Tally:
     unknown: list[str] = field(default_factory=list)
     ungraded: int = 0
     left_out: float = 0.0
+    earlier: list[str] = field(default_factory=list)  # graded under an earlier release of the assignment
 
 
 def apply(rows: list[Row], facts: RunFacts, policy: Policy, plan) -> tuple[list[Row], list[str]]:
@@ -50,11 +52,14 @@ def _total(row: Row, facts: RunFacts, policy: Policy, plan, tally: _Tally) -> Ro
         row.tests[item] = row.manual.get(item)
     if row.score is None:
         return row
+    if row.release and facts.release and row.release != facts.release:
+        row.problems.append(Problem(ProblemKind.NOTE, EARLIER))
+        tally.earlier.append(row.student_id)
     auto = sum(v or 0.0 for k, v in row.tests.items() if k in facts.points)
     given = sum(row.manual[i] for i in facts.manual if row.manual.get(i) is not None)
     pending = [i for i in facts.manual if row.manual.get(i) is None]
-    if pending:
-        row.problems.append(Problem(ProblemKind.NOTE, f"{PENDING}: {', '.join(pending)}"))
+    if pending:  # the written columns are empty and the class's line counts them: not a problem of the row
+        row.pending = pending
         tally.ungraded += 1
         tally.left_out += sum(facts.manual[i] for i in pending)
     raw, maximum = auto + given, facts.max_score + sum(facts.manual.values())
@@ -72,6 +77,12 @@ def _total(row: Row, facts: RunFacts, policy: Policy, plan, tally: _Tally) -> Ro
 
 def _lines(facts: RunFacts, policy: Policy, tally: _Tally) -> list[str]:
     lines = []
+    if tally.earlier:
+        lines.append(
+            f"{len(tally.earlier)} student(s) graded under an earlier release of the assignment, whose tests or points "
+            f"changed since: {', '.join(tally.earlier)}. Grade the class again (a rescore runs no test) to apply "
+            "the current ones"
+        )
     if policy.due:
         lines.append(
             f"late policy: due {policy.due} ({policy.zone}), {_num(policy.penalty)} % of the maximum per started day "
@@ -113,7 +124,7 @@ def mark_feedback(row: Row) -> None:
     if row.penalty:
         parts.append(f"late penalty: -{_num(row.penalty)}")
     parts.append(f"final: {_num(row.score)} of {_num(row.max_score)}")
-    pending = [p.text for p in row.problems if p.text.startswith(PENDING)]
+    pending = [f"{PENDING}: {', '.join(row.pending)}"] if row.pending else []
     block = (
         '<!-- manyheads:totals --><div class="mh-totals" role="note"><p><b>'
         + html.escape("; ".join(parts))
