@@ -253,7 +253,7 @@ def test_a_canvas_gradebook_is_filled_in_and_everything_else_kept(tmp_path):
     assert filled == expected and result.column == f"Ex 1 {EX1} (4242)"
     notes = " ".join(result.notes)
     assert "not in export.csv" in notes and "55555" in notes and "23456" in notes  # Jane: no score
-    assert "worth 10 points, the automatic parts 8" in notes and "same course" not in notes
+    assert "worth 10 points, the assignment 8" in notes and "same course" not in notes
     other = [list(r) for r in CANVAS_EXPORT]
     other[2][0] = "Roe, Ed"  # Bob's user id under another name: a gradebook from another course?
     result = lms.write_grades(rows, FACTS, layout, tmp_path, _write(tmp_path / "other.csv", other))

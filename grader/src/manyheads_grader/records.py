@@ -287,7 +287,13 @@ class RunFacts:
 
     @property
     def max_score(self) -> float:
+        """The automatic parts' points."""
         return float(sum(self.points.values()))
+
+    @property
+    def maximum(self) -> float:
+        """The assignment's points: the automatic parts' and the hand-graded ones' (what the LMS's column is worth)."""
+        return self.max_score + float(sum(self.manual.values()))
 
 
 @dataclass(frozen=True)

@@ -167,12 +167,24 @@ class Summary:
         return statistics.median(self.scored) if self.scored else None
 
 
+def _parts_text(facts: RunFacts) -> str:
+    """What the maximum is made of, in words."""
+    auto = f"automatic {facts.max_score:g} ({', '.join(f'{g} {p:g}' for g, p in facts.points.items())})"
+    if not facts.manual:
+        return auto
+    hand = ", ".join(f"{g} {p:g}" for g, p in facts.manual.items())
+    return (
+        f"{auto}, hand-graded {sum(facts.manual.values()):g} ({hand}); a written answer counts once a person gives "
+        "its points (formgrader on `OUT/course` or `OUT/manual-grades.csv`, then `manyheads rescore`)"
+    )
+
+
 def summary(rows, facts: RunFacts) -> Summary:
     return Summary(
         len(rows),
         {s: sum(r.status == s for r in rows) for s in ("graded", "repaired", "failed")},
         [r.score for r in rows if r.score is not None],
-        facts.max_score,
+        facts.maximum,
     )
 
 
@@ -246,9 +258,7 @@ def _summary_lines(rows, facts: RunFacts) -> list[str]:
         f"# Grading report: {facts.assignment}",
         "",
         f"{s.students} students: {s.counts['graded']} graded, {s.counts['repaired']} graded after a repair, "
-        f"{s.counts['failed']} failed. Automatic points out of {s.max_score:g} "
-        f"({', '.join(f'{g} {p:g}' for g, p in facts.points.items())}); written answers are graded by hand "
-        "in nbgrader's formgrader on `OUT/course` and are not in these scores.",
+        f"{s.counts['failed']} failed. Points out of {s.max_score:g}: {_parts_text(facts)}.",
         "",
         f"Mean score {s.mean:.2f} over {len(s.scored)} graded notebooks; median {s.median:g}."
         if s.scored
@@ -437,11 +447,7 @@ def _summary_list(s: Summary, facts: RunFacts) -> list[tuple[str, str]]:
             f"{s.students}: {s.counts['graded']} graded, {s.counts['repaired']} graded after a repair, "
             f"{s.counts['failed']} failed",
         ),
-        (
-            "Automatic points",
-            f"{s.max_score:g} ({', '.join(f'{g} {p:g}' for g, p in facts.points.items())}); "
-            "written answers are graded by hand in nbgrader's formgrader on OUT/course",
-        ),
+        ("Points", f"{s.max_score:g}: {_parts_text(facts)}"),
         ("Mean", f"{s.mean:.2f} over {len(s.scored)} graded notebooks" if s.scored else "no notebook was graded"),
         ("Median", f"{s.median:g}" if s.scored else "–"),
         ("Time", f"{facts.seconds:.0f} s"),

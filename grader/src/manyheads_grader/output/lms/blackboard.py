@@ -31,7 +31,7 @@ def zip_hint(stem: str) -> bool:
 
 
 def grades_table(scores: dict, layout, facts: RunFacts, column: str | None) -> tuple[Table, str, list[str]]:
-    column = column or f"{facts.assignment} [Total Pts: {facts.max_score:g} Score]"
+    column = column or f"{facts.assignment} [Total Pts: {facts.maximum:g} Score]"
     return Table([["Username", column]] + [[s, num(scores[s].score)] for s in sorted(scores)]), column, []
 
 

@@ -49,7 +49,7 @@ def grades_table(scores: dict, layout, facts: RunFacts, column: str | None) -> t
         )
     rows = [
         ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", column],
-        ["Points Possible", "", "", "", "", num(facts.max_score)],
+        ["Points Possible", "", "", "", "", num(facts.maximum)],
     ]
     rows += [[layout.name(s), s, "", "", "", num(scores[s].score)] for s in sorted(scores) if s not in anonymous]
     if not column_id(column):
@@ -82,7 +82,7 @@ def row_notes(row: list[str], student: str, name: str, path: Path) -> list[str]:
 
 
 def other_row_notes(row: list[str], target: int, max_score: float) -> list[str]:
-    """The "Points Possible" row: a note when Canvas's points are not the automatic parts' points."""
+    """The "Points Possible" row: a note when Canvas's points are not the assignment's (automatic and hand-graded)."""
     if not row or row[0].strip() != "Points Possible":
         return []
     try:
@@ -92,7 +92,7 @@ def other_row_notes(row: list[str], target: int, max_score: float) -> list[str]:
     if possible == max_score:
         return []
     return [
-        f"Canvas's column is worth {possible:g} points, the automatic parts {max_score:g}: the CSV has "
+        f"Canvas's column is worth {possible:g} points, the assignment {max_score:g}: the CSV has "
         "points, so change the assignment's points in Canvas or scale them there"
     ]
 

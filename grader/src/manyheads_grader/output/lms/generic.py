@@ -28,10 +28,11 @@ def zip_hint(stem: str) -> bool:
 
 
 def grades_table(scores: dict, layout, facts: RunFacts, column: str | None) -> tuple[Table, str, list[str]]:
-    rows = [["student_id", "name", "score", "max_score", "status", *facts.test_ids]]
+    parts = [*facts.test_ids, *facts.manual]  # the hand-graded ones too (term.totals puts them in the row)
+    rows = [["student_id", "name", "score", "max_score", "status", *parts]]
     for student in sorted(scores):
         r = scores[student]
-        tests = [num(r.tests.get(t)) for t in facts.test_ids]
+        tests = [num(r.tests.get(t)) for t in parts]
         rows.append([student, layout.name(student), num(r.score), num(r.max_score), r.status, *tests])
     return Table(rows, newline="\n"), "", []
 

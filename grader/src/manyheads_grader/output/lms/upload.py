@@ -94,7 +94,7 @@ def _fill(table: Table, scores: dict, layout: Plan, facts: RunFacts, into: Into,
     for i, row in enumerate(table.rows[1:], start=1):
         k = found.key(row)
         if not (k and k in wanted):
-            result.notes += fmt.other_row_notes(row, found.target, facts.max_score)
+            result.notes += fmt.other_row_notes(row, found.target, facts.maximum)
             continue
         seen[k] = seen.get(k, 0) + 1
         if seen[k] > 1:
