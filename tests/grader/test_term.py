@@ -307,3 +307,23 @@ def test_a_syntax_error_is_reported_once_as_itself_not_as_the_name_errors_after_
     }
     nb.cells[0].outputs = []  # no syntax error: the tests' own messages
     assert {p.message for p in feedback.parts_of(nb)} == {"NameError: name 'softmax' is not defined"}
+
+
+def test_the_feedback_page_shows_the_points_the_penalty_and_the_written_parts_graded_since(tmp_path):
+    page = tmp_path / "feedback.html"
+    page.write_text(
+        '<html><body>\n<ul><li class="mh-waiting"><code>essay</code>: <b>– / 4</b>, waiting for a grader</li>'
+        '<li class="mh-waiting"><code>sketch</code>: <b>– / 2</b>, waiting for a grader</li></ul></body></html>'
+    )
+    facts = RunFacts("a", dict(POINTS), manual=dict(ITEMS))
+    row = _row("ann", 5.0, manual_points={"essay": 3.0, "sketch": None})
+    row.feedback = page
+    policy = late.Policy(due=MONDAY, penalty=10, times={"ann": "2026-12-02T11:59:00-05:00"})
+    [shown], _ = totals.apply([row], facts, policy, None)
+    for _ in range(2):  # a rescore marks it again: one block, not two
+        totals.mark_feedback(shown)
+    text = page.read_text()
+    assert text.count("mh-totals") == 1 and "Points: 8 of 11; late penalty: -2.2; final: 5.8 of 11" in text
+    assert '<li class="mh-graded"><code>essay</code>: <b>3 / 4</b>, graded' in text
+    assert "<code>sketch</code>: <b>– / 2</b>, waiting for a grader" in text
+    assert "written answers not hand-graded yet: sketch" in text

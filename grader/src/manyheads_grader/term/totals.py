@@ -132,6 +132,16 @@ def mark_feedback(row: Row) -> None:
         + "".join(f"<p>{html.escape(p)}</p>" for p in pending)
         + "</div><!-- /manyheads:totals -->\n"
     )
+    for item, points in row.manual.items():  # the parts list says what a person has given since
+        if points is not None:
+            text = re.sub(
+                rf'<li class="mh-(?:waiting|graded)"><code>{re.escape(item)}</code>(.*?): <b>[^<]* / ([^<]*)</b>, '
+                r"(?:waiting for a grader|graded)",
+                lambda m, p=points, i=item: (
+                    f'<li class="mh-graded"><code>{i}</code>{m.group(1)}: <b>{p:g} / {m.group(2)}</b>, graded'
+                ),
+                text,
+            )
     found = re.search(r"<body[^>]*>\n?", text)
     at = found.end() if found else 0
     page.write_text(text[:at] + block + text[at:], encoding="utf-8")
