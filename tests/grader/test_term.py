@@ -312,7 +312,9 @@ def test_a_syntax_error_is_reported_once_as_itself_not_as_the_name_errors_after_
 def test_the_feedback_page_shows_the_points_the_penalty_and_the_written_parts_graded_since(tmp_path):
     page = tmp_path / "feedback.html"
     page.write_text(
-        '<html><body>\n<ul><li class="mh-waiting"><code>essay</code>: <b>– / 4</b>, waiting for a grader</li>'
+        "<html><body>\n<h4>a (Score: 5.0 / 5.0; 2 written part(s) not graded yet)</h4><ul>"
+        '<li><a href="#essay">Written response</a> (not graded yet)</li>'
+        '<li class="mh-waiting"><code>essay</code>: <b>– / 4</b>, waiting for a grader</li>'
         '<li class="mh-waiting"><code>sketch</code>: <b>– / 2</b>, waiting for a grader</li></ul></body></html>'
     )
     facts = RunFacts("a", dict(POINTS), manual=dict(ITEMS))
@@ -321,9 +323,11 @@ def test_the_feedback_page_shows_the_points_the_penalty_and_the_written_parts_gr
     policy = late.Policy(due=MONDAY, penalty=10, times={"ann": "2026-12-02T11:59:00-05:00"})
     [shown], _ = totals.apply([row], facts, policy, None)
     for _ in range(2):  # a rescore marks it again: one block, not two
-        totals.mark_feedback(shown)
+        totals.mark_feedback(shown, ITEMS)
     text = page.read_text()
     assert text.count("mh-totals") == 1 and "Points: 8 of 11; late penalty: -2.2; final: 5.8 of 11" in text
     assert '<li class="mh-graded"><code>essay</code>: <b>3 / 4</b>, graded' in text
     assert "<code>sketch</code>: <b>– / 2</b>, waiting for a grader" in text
     assert "written answers not hand-graded yet: sketch" in text
+    assert "<h4>a (Score: 5.8 / 11; 1 written part(s) not graded yet)</h4>" in text
+    assert '<a href="#essay">Written response</a> (Score: 3 / 4)' in text

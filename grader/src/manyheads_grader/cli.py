@@ -219,7 +219,7 @@ def _write_outputs(
     shown, total_lines = totals.apply(rows, facts, policy, plan)
     term += total_lines
     for row in shown:
-        totals.mark_feedback(row)
+        totals.mark_feedback(row, facts.manual)
     if facts.manual:
         manual.write_template(gen / manual.TEMPLATE_NAME, rows, facts.manual)
     report.write_csv(gen / "grades.csv", shown, totals.columns(facts, policy))

@@ -113,25 +113,14 @@ def columns(facts: RunFacts, policy: Policy) -> list[str]:
 _BLOCK = re.compile(r"<!-- manyheads:totals -->.*?<!-- /manyheads:totals -->\n?", re.S)
 
 
-def mark_feedback(row: Row) -> None:
-    """The student's feedback page says their raw points, the late penalty and the final points (replacing what an
-    earlier run wrote there)."""
+def mark_feedback(row: Row, maxima: dict[str, float]) -> None:
+    """The student's feedback page says their raw points, the late penalty and the final points, and marks the
+    written parts a person has graded since (``maxima``: each hand-graded item's points), replacing what an earlier
+    run wrote there."""
     if row.feedback is None or not Path(row.feedback).is_file() or row.score is None:
         return
     page = Path(row.feedback)
     text = _BLOCK.sub("", page.read_text(encoding="utf-8"))
-    parts = [f"Points: {_num(row.raw)} of {_num(row.max_score)}"]
-    if row.penalty:
-        parts.append(f"late penalty: -{_num(row.penalty)}")
-    parts.append(f"final: {_num(row.score)} of {_num(row.max_score)}")
-    pending = [f"{PENDING}: {', '.join(row.pending)}"] if row.pending else []
-    block = (
-        '<!-- manyheads:totals --><div class="mh-totals" role="note"><p><b>'
-        + html.escape("; ".join(parts))
-        + "</b></p>"
-        + "".join(f"<p>{html.escape(p)}</p>" for p in pending)
-        + "</div><!-- /manyheads:totals -->\n"
-    )
     for item, points in row.manual.items():  # the parts list says what a person has given since
         if points is not None:
             text = re.sub(
@@ -142,6 +131,34 @@ def mark_feedback(row: Row) -> None:
                 ),
                 text,
             )
-    found = re.search(r"<body[^>]*>\n?", text)
-    at = found.end() if found else 0
-    page.write_text(text[:at] + block + text[at:], encoding="utf-8")
+            text = re.sub(  # and the table of contents on top
+                rf'(<li><a href="#{re.escape(item)}">[^<]*</a>) \((?:not graded yet|Score: [^)]*)\)',
+                lambda m, p=points, i=item: f"{m.group(1)} (Score: {p:g} / {_num(maxima.get(i, p))})",
+                text,
+            )
+    heading = re.search(r"<h4>([^<(]*)\(Score:[^<]*\)</h4>", text)
+    if heading:  # nbgrader's heading gave the score when the notebook was graded: now the current one
+        waiting = f"; {len(row.pending)} written part(s) not graded yet" if row.pending else ""
+        new = f"<h4>{heading.group(1)}(Score: {_num(row.score)} / {_num(row.max_score)}{waiting})</h4>"
+        text, at = text[: heading.start()] + new + text[heading.end() :], heading.start() + len(new)
+    else:
+        found = re.search(r"<body[^>]*>\n?", text)
+        at = found.end() if found else 0
+    page.write_text(text[:at] + _totals_block(row) + text[at:], encoding="utf-8")
+
+
+def _totals_block(row: Row) -> str:
+    parts = [f"Points: {_num(row.raw)} of {_num(row.max_score)}"]
+    if row.penalty:
+        parts.append(f"late penalty: -{_num(row.penalty)}")
+    parts.append(f"final: {_num(row.score)} of {_num(row.max_score)}")
+    pending = [f"{PENDING}: {', '.join(row.pending)}"] if row.pending else []
+    return (
+        '<!-- manyheads:totals --><div class="mh-totals" role="note" style="margin:0.5em 0;padding:0.5em 0.8em;'
+        'border-left:4px solid #1a73e8;background:#eef4fd"><p style="margin:0"><b>'
+        + html.escape("; ".join(parts))
+        + "</b> (as of the last grading or rescore: points a person gives later count once the instructor "
+        "rescores)</p>"
+        + "".join(f'<p style="margin:0.3em 0 0">{html.escape(p)}</p>' for p in pending)
+        + "</div><!-- /manyheads:totals -->\n"
+    )
