@@ -414,6 +414,7 @@ def options_table(command: str) -> str:
         default = "off" if action.nargs == 0 else ("" if action.default in (None, "==SUPPRESS==") else action.default)
         if action.dest == "jobs":
             default = "the cores + 1"
-        text = (action.help or "").replace("|", "\\|")
+        # Markdown: a "|" would end the cell; "<name>" would be taken for an HTML tag and vanish
+        text = (action.help or "").replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
         lines.append(f"| `{shown}` | {default} | {text} |")
     return "\n".join(lines)
