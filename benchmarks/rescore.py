@@ -43,10 +43,10 @@ def _manyheads(*args: str) -> float:
     return seconds
 
 
-def main(argv: list[str] | None = None) -> None:
+def main() -> None:
     parser = arguments(__doc__)
     parser.add_argument("n", type=int, nargs="?", default=60, help="students in the class (default 60)")
-    args = parse(parser, argv)
+    args = parse(parser)
     n, runs = (2, 2) if args.quick else (args.n, RUNS)
     with tempfile.TemporaryDirectory(prefix="mh-rescore-") as tmp:
         subs, out = Path(tmp) / "submissions", Path(tmp) / "out"
