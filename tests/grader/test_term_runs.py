@@ -173,24 +173,8 @@ def test_runs_killed_at_several_points_leave_readable_outputs_and_the_next_run_s
     assert report.read_csv(out / "grades.csv")["s001"]["score"] == "8"
 
 
-def _course_with_new_points(tmp_path: Path) -> Path:
-    """A copy of the course whose exercise 1 gives test_softmax 3 points instead of 2 (a changed release)."""
-    import nbformat
-
-    course = tmp_path / "course"
-    (course / "solutions").mkdir(parents=True)
-    shutil.copy2(corpus.ROOT / "nbgrader_config.py", course / "nbgrader_config.py")
-    shutil.copytree(corpus.ROOT / "solutions" / EX1, course / "solutions" / EX1)
-    path = course / "solutions" / EX1 / f"{EX1}.ipynb"
-    nb = nbformat.read(path, as_version=4)
-    [test] = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "test_softmax"]
-    test.metadata["nbgrader"]["points"] = 3
-    nbformat.write(nb, path)
-    return course
-
-
 def test_a_changed_point_value_lists_who_was_graded_before_and_a_class_re_grade_applies_it(term, tmp_path):
-    out, course = _copy(term, tmp_path), _course_with_new_points(tmp_path)
+    out, course = _copy(term, tmp_path), corpus.course_with_points(tmp_path, "test_softmax", 3)
     done = run_grade(EX1, str(term / "late"), "--out", str(out), "--course", str(course), "--quiet")
     assert done.returncode == 0, done.stdout + done.stderr
     rows = report.read_csv(out / "grades.csv")

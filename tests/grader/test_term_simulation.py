@@ -42,20 +42,6 @@ def _lms(out: Path) -> dict[str, tuple[str, str]]:
     return {s: (r["score"], r["max_score"]) for s, r in report.read_csv(out / "generic-grades.csv").items()}
 
 
-def _course_with_softmax_worth_3(tmp_path: Path) -> Path:
-    course = tmp_path / "course"
-    (course / "solutions").mkdir(parents=True)
-    shutil.copy2(corpus.ROOT / "nbgrader_config.py", course / "nbgrader_config.py")
-    shutil.copytree(corpus.ROOT / "solutions" / EX1, course / "solutions" / EX1)
-    path = course / "solutions" / EX1 / f"{EX1}.ipynb"
-    nb = nbformat.read(path, as_version=4)
-    for cell in nb.cells:
-        if cell.metadata.get("nbgrader", {}).get("grade_id") == "test_softmax":
-            cell.metadata["nbgrader"]["points"] = 3
-    nbformat.write(nb, path)
-    return course
-
-
 def test_a_term_of_two_assignments_ends_in_the_lms_tables_written_by_hand(tmp_path):
     # Assignment 1: s000..s007 (full, partial, blank marks in turn); s007 hands in late, after the first run.
     week, late, out = tmp_path / "week1", tmp_path / "late", tmp_path / "ex1"
@@ -90,7 +76,7 @@ def test_a_term_of_two_assignments_ends_in_the_lms_tables_written_by_hand(tmp_pa
     )
     _rescore(out, EX1)
     # test_softmax now worth 3 (automatic 9, assignment 11): the class graded again under it
-    course = _course_with_softmax_worth_3(tmp_path)
+    course = corpus.course_with_points(tmp_path, "test_softmax", 3)
     everyone = tmp_path / "everyone"
     shutil.copytree(week, everyone)
     shutil.copytree(late / "s007", everyone / "s007")

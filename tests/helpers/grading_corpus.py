@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -463,3 +464,18 @@ def run_grade(*args: str, env: dict | None = None, timeout: float = 1200) -> sub
         timeout=timeout,
         cwd=ROOT,
     )
+
+
+def course_with_points(folder: Path, test_id: str, points: float) -> Path:
+    """A course in ``folder``: this checkout's config and exercise 1's source, with ``test_id`` worth ``points`` (a
+    changed release of the assignment, for ``manyheads grade --course``)."""
+    course = folder / "course"
+    (course / "solutions").mkdir(parents=True)
+    shutil.copy2(ROOT / "nbgrader_config.py", course / "nbgrader_config.py")
+    shutil.copytree(ROOT / "solutions" / EX1, course / "solutions" / EX1)
+    path = course / "solutions" / EX1 / f"{EX1}.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    [test] = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == test_id]
+    test.metadata["nbgrader"]["points"] = points
+    nbformat.write(nb, path)
+    return course
