@@ -133,29 +133,36 @@ def row_from(data: dict, out: Path) -> Row:
     return row
 
 
-def write_policy(out: Path, policy: dict) -> None:
-    """The late policy in force (``term.late``), kept for the runs after this one: ``OUT/records/policy.json``."""
+def _write_kept(out: Path, name: str, value) -> None:
+    """One kept value as ``OUT/records/<name>.json`` (versioned, whole, then renamed into place)."""
     folder = Path(out) / RECORDS.parent
     folder.mkdir(parents=True, exist_ok=True)
-    _save(folder / "policy.json", {"format": FORMAT, "policy": policy})
+    _save(folder / f"{name}.json", {"format": FORMAT, name: value})
+
+
+def _read_kept(out: Path, name: str, absent):
+    """What :func:`_write_kept` stored under ``name``; ``absent`` when there is no such file."""
+    path = Path(out) / RECORDS.parent / f"{name}.json"
+    return _load(path, out)[name] if path.is_file() else absent
+
+
+def write_policy(out: Path, policy: dict) -> None:
+    """The late policy in force (``term.late``), kept for the runs after this one: ``OUT/records/policy.json``."""
+    _write_kept(out, "policy", policy)
 
 
 def read_policy(out: Path) -> dict | None:
-    path = Path(out) / RECORDS.parent / "policy.json"
-    return _load(path, out)["policy"] if path.is_file() else None
+    return _read_kept(out, "policy", None)
 
 
 def write_releases(out: Path, manifests: list[list]) -> None:
     """Every release of the assignment graded into this OUT (``notebooks.release_manifest``, oldest first):
     ``OUT/records/releases.json``."""
-    folder = Path(out) / RECORDS.parent
-    folder.mkdir(parents=True, exist_ok=True)
-    _save(folder / "releases.json", {"format": FORMAT, "releases": manifests})
+    _write_kept(out, "releases", manifests)
 
 
 def read_releases(out: Path) -> list[list]:
-    path = Path(out) / RECORDS.parent / "releases.json"
-    return _load(path, out)["releases"] if path.is_file() else []
+    return _read_kept(out, "releases", [])
 
 
 def write_plan(out: Path, plan) -> None:
