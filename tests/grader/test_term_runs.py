@@ -126,6 +126,9 @@ def test_a_rescore_runs_nothing_and_makes_the_same_outputs(term, tmp_path):
     before = outputs(out)
     done = rescore(out)
     assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1].startswith(
+        "6 student(s) still have hand-graded answers to grade, leaving out 12"
+    )
     after = outputs(out)
     assert after.keys() == before.keys()
     changed = {name for name in after if after[name] != before[name]}

@@ -355,6 +355,8 @@ def _again(args, command: str, redo) -> int:
         f"{len(rows)} students: {note}; wrote {args.out / 'grades.csv'}, {args.out / 'report.md'}, "
         f"{args.out / 'report.html'}"
     )
+    for line in summary:  # the last: how many students still have written answers to grade
+        print(line)
     return 0 if exported is not None or before.plan is None else 2
 
 
