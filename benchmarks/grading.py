@@ -20,7 +20,8 @@ feedback, report).
 ``python benchmarks/grading.py [N]`` (default 60) prints both tables and writes benchmarks/results/grading.json and
 grading-kernels.json (CPU model, cores, date, load before and after each run, the users). ``python
 benchmarks/grading.py --looping [N]`` runs only the looping check, plain, looping and plain classes back to back
-(grading-looping.json). ``--quick`` grades 2 submissions once (no ordinary-user or looping run, one kernel of each
+(grading-looping.json, with each progress line's estimate of the time left against the time that was actually
+left: issue 37 item 6). ``--quick`` grades 2 submissions once (no ordinary-user or looping run, one kernel of each
 kind), to check that the script works; ``--results DIR`` writes the JSON there.
 """
 
@@ -30,6 +31,7 @@ import os
 import pwd
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -48,6 +50,7 @@ from _report import arguments, cpu_model, parse, report  # noqa: E402
 
 from manyheads_grader.execution import sandbox  # noqa: E402
 from manyheads_grader.output import report as grades  # noqa: E402
+from manyheads_grader.output.progress import Progress  # noqa: E402
 from manyheads_grader.records import default_jobs  # noqa: E402
 
 EX1 = corpus.EX1
@@ -98,10 +101,59 @@ def ordinary_uid() -> tuple[int, str]:
         return uid, f"uid {uid}"
 
 
-def manyheads_grade(subs: Path, out: Path, jobs: int, uid: int | None = None) -> dict:
-    """One ``manyheads grade`` run (as ``uid`` when given): seconds, load before/after, preflight and forked."""
+_ETA = re.compile(r"; about (?:(\d+) h (\d+) min|(\d+) min (\d+) s|(\d+) s) left$")
+
+
+def _seconds(match: re.Match) -> int:
+    h, hm, m, ms, s = (int(g) if g else 0 for g in match.groups())
+    return h * 3600 + hm * 60 + m * 60 + ms + s
+
+
+_LINE = re.compile(r"^\[\s*\d+/\d+\] (\S+)(?: \([^)]*\))?: .*? in (\d+\.\d) s")
+
+
+def estimates(printed: list[tuple[float, str]], looping: str | None = None) -> dict:
+    """Each progress line's estimate of the time left against the time actually left until the last notebook was
+    graded (the last progress line); with ``looping``, split by whether that student's notebook had started (its
+    line's time less its seconds) when the line was printed: before, nothing could know of it."""
+    graded = [(t, m) for t, line in printed if (m := _LINE.match(line))]
+    if not graded:
+        return {}
+    last = graded[-1][0]
+    started = next((t - float(m.group(2)) for t, m in graded if m.group(1) == looping), None)
+    # when the grader could tell it apart: once it ran SLOW x the usual time (and SLOW_S more) (progress.Progress)
+    usual = statistics.median(float(m.group(2)) for _, m in graded if m.group(1) != looping)
+    told = None if started is None else started + Progress.SLOW * usual + Progress.SLOW_S
+    lines = []
+    for t, line in printed:
+        if match := _ETA.search(line):
+            lines.append({"at_s": round(t, 2), "estimate_s": _seconds(match), "left_s": round(last - t, 2)})
+    for line in lines:
+        line["looping_started"] = started is not None and line["at_s"] >= started
+        line["looping_past_usual"] = told is not None and line["at_s"] >= told
+
+    def summary(chosen: list[dict]) -> dict:
+        ratios = [x["estimate_s"] / x["left_s"] for x in chosen if x["left_s"] > 0]
+        return {
+            "lines": len(chosen),
+            "below_half": sum(r < 0.5 for r in ratios),
+            "min_ratio": round(min(ratios), 2) if ratios else None,
+            "max_ratio": round(max(ratios), 2) if ratios else None,
+        }
+
+    found = {"all": summary(lines), "lines": lines}
+    if looping:
+        found["before_looping_started"] = summary([x for x in lines if not x["looping_started"]])
+        found["while_looping_runs"] = summary([x for x in lines if x["looping_started"]])
+        found["looping_past_usual"] = summary([x for x in lines if x["looping_past_usual"]])
+    return found
+
+
+def manyheads_grade(subs: Path, out: Path, jobs: int, uid: int | None = None, lines: bool = False) -> dict:
+    """One ``manyheads grade`` run (as ``uid`` when given): seconds, load before/after, preflight and forked;
+    ``lines``: with its progress lines and when each was printed (``progress``, seconds from the start)."""
     command = [sys.executable, "-m", "manyheads_grader", "grade", EX1, str(subs), "--out", str(out)]
-    command += ["--jobs", str(jobs), "--quiet"]
+    command += ["--jobs", str(jobs)] + ([] if lines else ["--quiet"])
     env = _env()
     if uid is not None:
         home = out.parent / f"home-{out.name}"
@@ -112,10 +164,14 @@ def manyheads_grade(subs: Path, out: Path, jobs: int, uid: int | None = None) ->
         command, env = unprivileged.as_user(command, uid, [ROOT]), unprivileged.user_env(home)  # ROOT: the course
     load = _load()
     start = time.perf_counter()
-    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)
+    printed: list[tuple[float, str]] = []
+    with subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as run:
+        for line in run.stderr:  # the progress lines, each timed as it arrives
+            printed.append((time.perf_counter() - start, line.rstrip("\n")))
+        stdout = run.stdout.read()
     seconds = time.perf_counter() - start
-    if done.returncode != 0:
-        raise SystemExit(f"manyheads grade failed:\n{done.stdout}{done.stderr[-3000:]}")
+    if run.returncode != 0:
+        raise SystemExit(f"manyheads grade failed:\n{stdout}{''.join(t for _, t in printed)[-3000:]}")
     text = (out / "report.md").read_text()
     preflight = re.search(r"preflight passed in (\d+(?:\.\d+)?) s", text)
     phases = re.search(
@@ -136,6 +192,7 @@ def manyheads_grade(subs: Path, out: Path, jobs: int, uid: int | None = None) ->
         if phases
         else None,
         "rows": grades.read_csv(out / "grades.csv"),
+        "progress": printed,
     }
 
 
@@ -255,10 +312,12 @@ def looping_only(n: int) -> None:
         loop_student = cases[n // 2].student
         (looping / loop_student / f"{EX1}.ipynb").write_bytes(corpus.dump(corpus.answered({"softmax": LOOPS})))
         runs = [
-            ("plain", manyheads_grade(tmp / "subs", tmp / "out-plain-1", jobs)),
-            ("looping", manyheads_grade(looping, tmp / "out-looping", jobs)),
-            ("plain", manyheads_grade(tmp / "subs", tmp / "out-plain-2", jobs)),
+            ("plain", manyheads_grade(tmp / "subs", tmp / "out-plain-1", jobs, lines=True)),
+            ("looping", manyheads_grade(looping, tmp / "out-looping", jobs, lines=True)),
+            ("plain", manyheads_grade(tmp / "subs", tmp / "out-plain-2", jobs, lines=True)),
         ]
+    # issue 37 item 6: the time left printed against the time actually left
+    times_left = [estimates(r["progress"], loop_student if name == "looping" else None) for name, r in runs]
     plain = [r["seconds"] for name, r in runs if name == "plain"]
     added = runs[1][1]["seconds"] - sum(plain) / len(plain)
     meta = {
@@ -269,22 +328,37 @@ def looping_only(n: int) -> None:
         "looping_student": loop_student,
     }
     meta.update(user="root" if os.geteuid() == 0 else "ordinary user", looping_added_s=added)
+    loop = times_left[1]
+    meta["time_left"] = {k: v for k, v in loop.items() if k != "lines"}
     report(
         "grading-looping",
-        ["class", "seconds", "load_before", "load_after"],
+        ["class", "seconds", "load_before", "load_after", "estimates", "below_half", "min_ratio", "max_ratio"],
         [
             {
                 "class": name,
                 "seconds": r["seconds"],
                 "load_before": r["load_before"],
                 "load_after": r["load_after"],
+                "estimates": left.get("all", {}).get("lines"),
+                "below_half": left.get("all", {}).get("below_half"),
+                "min_ratio": left.get("all", {}).get("min_ratio"),
+                "max_ratio": left.get("all", {}).get("max_ratio"),
                 "phases": r["phases"],
+                "time_left_lines": left.get("lines", []),
             }
-            for name, r in runs
+            for (name, r), left in zip(runs, times_left, strict=True)
         ],
         meta,
     )
     print(f"one looping notebook added {added:.1f} s to the class of {n} (target <= 75 s)")
+    if loop:
+        before, during, past = loop["before_looping_started"], loop["while_looping_runs"], loop["looping_past_usual"]
+        print(
+            f"time left printed, looping class: under half the time actually left on {past['below_half']} of the "
+            f"{past['lines']} lines printed once the looping notebook had run past the usual time (lowest ratio "
+            f"{past['min_ratio']}); on {during['below_half']} of the {during['lines']} printed while it ran at all; on "
+            f"{before['below_half']} of the {before['lines']} printed before it started (nothing could know of it)"
+        )
 
 
 def main() -> None:

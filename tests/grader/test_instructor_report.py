@@ -141,15 +141,17 @@ def test_the_existing_sections_are_kept(tmp_path):
 
 def test_integrity_flags_are_listed_in_both_formats_and_rows_without_them_work(tmp_path):
     rows = a_class()
-    rows[1].flags = ["identical answer: test_attention same code as cy"]
-    rows[2].flags = ["identical answer: test_attention same code as bob", "tampering: cell 7, line 2: os.environ"]
+    rows[1].copied = ["identical answer: test_attention same code as cy"]
+    rows[2].copied = ["identical answer: test_attention same code as bob"]
+    rows[2].flags = ["tampering: cell 7, line 2: os.environ"]
     md, page = write_both(tmp_path, rows)
     section = md.split(f"## {report.FLAGS_TITLE}\n", 1)[1].split("\n## ", 1)[0]
     assert section.count("\n- ") == 3 and "- cy: tampering: cell 7, line 2: os.environ" in section
     assert f"<h2>{report.FLAGS_TITLE}</h2>" in page
     assert "<td>cy</td><td>tampering: cell 7, line 2: os.environ</td>" in page
     # A row from before flags existed (no attribute at all): the section says so, nothing breaks.
-    bare = [SimpleNamespace(**{k: v for k, v in vars(r).items() if k not in ("flags", "failures")}) for r in rows]
+    gone = ("flags", "failures", "copied", "evidence")
+    bare = [SimpleNamespace(**{k: v for k, v in vars(r).items() if k not in gone}) for r in rows]
     md, page = write_both(tmp_path, bare)
     assert f"## {report.FLAGS_TITLE}\n\nNone." in md and "<p>None.</p>" in page
 
@@ -194,7 +196,8 @@ def test_identical_answers_are_one_line_per_group_with_its_size_and_names(tmp_pa
     rows = [row(s, dict(POINTS)) for s in ("1005", "1006", "1007", "1008")]
     rows[0].name, rows[1].name = "Ann Lee", "Ben Roe"
     for r in rows:
-        r.flags = ["identical answer: answer cell softmax has the same code as others (… `x`)", "tampering: x"]
+        r.flags = ["tampering: x"]
+        r.copied = ["identical answer: answer cell softmax has the same code as others (… `x`)"]
     groups = [
         {"part": "softmax", "students": ["1005", "1006", "1007"], "starts": "e = x", "reference": False},
         {"part": "attention", "students": ["1008"], "starts": "s = q", "reference": True},

@@ -11,7 +11,8 @@ from helpers import grading_corpus as corpus
 
 from manyheads_grader.execution import sandbox
 from manyheads_grader.notebooks import student_cells
-from manyheads_grader.records import Options, texts
+from manyheads_grader.output import report
+from manyheads_grader.records import CellEvidence, Options, texts
 from manyheads_grader.review import flags, repair
 from manyheads_grader.runner import grade
 
@@ -83,6 +84,29 @@ def test_a_stale_output_is_flagged_with_the_cell_both_outputs_and_the_counts():
     assert "two and three" not in found[0], "a cell whose output is the same is not quoted"
     # the light copy kept for a class gives the same flag, from the bytes as handed in
     assert flags.out_of_order(flags.stored(corpus.dump(submitted)), graded, corpus.release()) == found
+    # and the cell behind it, whole, for the report
+    assert flags.out_of_order_cells(submitted, graded, corpus.release()) == [
+        CellEvidence(f"extra cell {index + 1}", 41, "print('scale', scale)", ("scale 0.125",), ("NameError",))
+    ]
+
+
+def test_the_cells_behind_the_flag_are_whole_where_the_flag_line_is_cut():
+    """Issue 37 item 6: the flag's line cuts each output to a line and quotes three cells; the evidence keeps every
+    differing cell with its whole source and outputs."""
+    nb = corpus.answered()
+    _number(nb)
+    source = "# a long cell\nfor name in names:\n    print(name, table[name])\n" + "x = 1\n" * 20
+    printed = "".join(f"row {i}: {'#' * 30}\n" for i in range(12))
+    nb = _extra(nb, source, "softmax", 9, [_out(printed)])
+    for k, anchor in enumerate(("scaled_dot_product_attention", "attention_entropy", "check_softmax")):
+        nb = _extra(nb, f"print('stale {k}', w{k})", anchor, 30 + k, [_out(f"stale {k} 1\n")])
+    reruns = {source: [_error("NameError")]} | {f"print('stale {k}', w{k})": [_error("NameError")] for k in range(3)}
+    graded = _rerun(nb, reruns)
+    [line] = flags.out_of_order(nb, graded, corpus.release())
+    cells = flags.out_of_order_cells(nb, graded, corpus.release())
+    assert "(and 1 more)" in line and "…" in line and printed.strip() not in line
+    assert len(cells) == 4 and cells[0].source == source and cells[0].handed_in == (printed.strip(),)
+    assert sorted(c.ran_as for c in cells) == [9, 30, 31, 32] and all(c.rerun == ("NameError",) for c in cells)
 
 
 def test_a_notebook_run_again_from_the_top_is_not_flagged():
@@ -342,13 +366,15 @@ def flagged(tmp_path_factory):
     for student, nb in notebooks.items():
         (base / "subs" / student).mkdir(parents=True)
         (base / "subs" / student / f"{EX1}.ipynb").write_bytes(corpus.dump(nb))
-    rows, _ = grade(EX1, base / "subs", base / "out", Options(jobs=2, timeout=20))
-    return {r.student_id: r for r in rows}, notebooks
+    rows, facts = grade(EX1, base / "subs", base / "out", Options(jobs=2, timeout=20))
+    report.write_report(base / "out" / "report.md", rows, facts)  # as the command writes them
+    report.write_html(base / "out" / "report.html", rows, facts)
+    return {r.student_id: r for r in rows}, notebooks, base / "out"
 
 
 @pytest.mark.slow
 def test_a_small_class_gets_its_flags_and_the_same_scores(flagged):
-    rows, notebooks = flagged
+    rows, notebooks, out = flagged
     # the scores of the same code without anything to flag: the corpus's correct and blank cases, Part 3 alone
     assert {s: (r.status, r.score) for s, r in rows.items()} == {
         "ooo": ("graded", corpus.FULL),
@@ -360,19 +386,30 @@ def test_a_small_class_gets_its_flags_and_the_same_scores(flagged):
         not any(p.startswith(("out of order", "identical", "tampering")) for p in texts(r.problems))
         for r in rows.values()
     )
-    [ooo] = [f for f in rows["ooo"].flags if not f.startswith("identical answer")]
+    [ooo] = rows["ooo"].flags
     # its answers are the published reference solution's (it is built from them): marked as such
-    assert [f for f in rows["ooo"].flags if "is the published reference solution" in f], rows["ooo"].flags
+    assert [f for f in rows["ooo"].copied if "is the published reference solution" in f], rows["ooo"].copied
     assert ooo.startswith("out of order: ") and "showed `scale 0.125`, the re-run gives `NameError`" in ooo, ooo
     assert "not increasing" in ooo
+    # the cell behind it, whole, on this student's row only, and in the report under this student
+    assert [(c.source, c.handed_in, c.rerun) for c in rows["ooo"].evidence] == [
+        ("print('scale', scale)", ("scale 0.125",), ("NameError",))
+    ]
+    assert [s for s, r in rows.items() if r.evidence] == ["ooo"]
+    page = (out / "report.html").read_text()
+    block = page.split('id="out-of-order-cells"', 1)[1].split("</section>", 1)[0]
+    assert block.count("<details") == 1 and "<summary>ooo: 1 cell</summary>" in block
+    assert "print(&#39;scale&#39;, scale)" in block and "scale 0.125" in block and "NameError" in block
+    md = (out / "report.md").read_text()
+    assert "#### ooo\n\n" in md and "```python\nprint('scale', scale)\n```" in md
     for student, other in (("copy_a", "copy_b"), ("copy_b", "copy_a")):
-        assert sorted(rows[student].flags) == [
+        assert rows[student].flags == [] and sorted(rows[student].copied) == [
             f"identical answer: answer cell scaled_dot_product_attention has the same code as {other} (comments, "
             "docstrings and blank lines aside; it starts "
             "`logits = torch.matmul(q, k.transpose(-1, -2)) / q.size(-1) …`)",
             f"identical answer: answer cell softmax has the same code as {other} (comments, docstrings and blank "
             "lines aside; it starts `peak = scores.amax(dim=-1, keepdim=True)`)",
-        ], rows[student].flags
+        ], rows[student].copied
     tamper = rows["tamper"].flags
     assert [f.split(": ")[2] for f in tamper] == [
         "reads the environment variables",

@@ -10,7 +10,7 @@ import pytest
 
 from manyheads_grader import store
 from manyheads_grader.output import report
-from manyheads_grader.records import Problem, ProblemKind, Row, RunFacts, VersionFacts, not_graded
+from manyheads_grader.records import CellEvidence, Problem, ProblemKind, Row, RunFacts, VersionFacts, not_graded
 
 POINTS = {"test_softmax": 2.0, "test_attention": 3.0}
 
@@ -21,6 +21,9 @@ def _class(out):
     page.write_text("<p>feedback</p>")
     ann = Row("ann", status="graded", score=5.0, max_score=5.0, tests=dict(POINTS), name="Ann Lee", feedback=page)
     ann.flags = ["out of order: cell 3"]
+    ann.evidence = [CellEvidence("extra cell 3", 41, "print('scale', scale)\n", ("scale 0.125",), ("NameError",))]
+    ann.copied = ["identical answer: answer cell softmax has the same code as bob (…)"]
+    ann.code = {"softmax": "def softmax(x):\n    return x"}
     ann.version = "0.7.0"
     bob = Row("bob", status="repaired", score=2.0, max_score=5.0, tests={"test_softmax": 2.0, "test_attention": None})
     bob.zeroed, bob.failures = {"test_attention": "OwnWorkError: x"}, {"test_attention": "OwnWorkError: x"}
@@ -58,6 +61,7 @@ def test_the_stored_class_reads_back_as_the_same_rows_and_facts(tmp_path):
     back, back_facts = store.read_class(tmp_path)
     assert back_facts == facts
     fields = ("student_id", "name", "status", "score", "max_score", "tests", "zeroed", "failures", "flags")
+    fields += ("evidence", "copied", "code")
     for before, after in zip(rows, back):
         assert {f: getattr(after, f) for f in fields} == {f: getattr(before, f) for f in fields}
         assert after.problems == before.problems and after.repaired == before.repaired

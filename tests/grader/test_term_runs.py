@@ -4,6 +4,7 @@ assignment into the same OUT, a rescore, and runs that crash or are killed part-
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import shutil
@@ -13,12 +14,15 @@ import sys
 import time
 from pathlib import Path
 
+import nbformat
 import pytest
 from helpers import grading_corpus as corpus
 from helpers.grading_corpus import EX1, run_grade
 
 from manyheads_grader import store
 from manyheads_grader.output import report
+from manyheads_grader.records import answer_code
+from manyheads_grader.review import flags
 from manyheads_grader.term import generations
 
 pytestmark = pytest.mark.slow
@@ -43,6 +47,20 @@ def gradebook_scores(out: Path) -> dict[str, float]:
 
     with Gradebook(f"sqlite:///{out / 'course' / 'gradebook.db'}", "manyheads") as gb:
         return {s.student_id: s.score for s in gb.assignment_submissions(EX1)}
+
+
+def identical(out: Path) -> tuple[dict[str, list[str]], list[dict]]:
+    """The identical-answer flags of each student and the groups, as the class kept in OUT has them."""
+    rows, facts = store.read_class(generations.current(out))
+    return {r.student_id: r.copied for r in rows}, facts.identical
+
+
+def expected_identical(folders: dict[str, Path], out: Path) -> tuple[dict[str, list[str]], list[dict]]:
+    """The identical answers of the class whose notebooks lie in ``folders`` (student -> submissions folder), found
+    by the detector on the whole class at once: what the kept class must say after any number of runs."""
+    code = {s: answer_code(nbformat.read(folder / s / f"{EX1}.ipynb", as_version=4)) for s, folder in folders.items()}
+    copied, groups = flags.in_class(code, store.read_answer_key(generations.current(out)))
+    return {s: copied.get(s, []) for s in folders}, [dataclasses.asdict(g) for g in groups]
 
 
 @pytest.fixture(scope="module")
@@ -92,9 +110,17 @@ def test_grading_one_student_again_keeps_the_class_and_undo_restores_them(term, 
     assert (
         "this run graded 1 of the 6 students; the other 5 keep their earlier results" in (out / "report.md").read_text()
     )
+    # identical answers are the class's, not the run's: compared again with s001's new answers, so no flag names
+    # s001 for the code they no longer hand in, and the reference groups count them
+    first, now = identical(term / "out"), identical(out)
+    assert first == expected_identical({s: term / "week1" for s in CLASS}, term / "out")
+    assert now == expected_identical({**{s: term / "week1" for s in CLASS}, "s001": term / "late"}, out)
+    assert any("s001" in f for f in first[0]["s004"]) and not any("s001" in f for f in now[0]["s004"]), (first, now)
+    assert "handed in by 3 students: s000, s001, s003" in (out / "report.md").read_text()
 
     undone = run_grade(EX1, "--out", str(out), "--undo", "s001")
     assert undone.returncode == 0, undone.stdout + undone.stderr
+    assert identical(out) == first  # the class as it was, flags and groups
     assert report.read_csv(out / "grades.csv")["s001"]["score"] == "4"
     assert gradebook_scores(out)["s001"] == 4
     assert (out / f"feedback/s001/{EX1}.html").read_bytes() == (term / "out" / f"feedback/s001/{EX1}.html").read_bytes()

@@ -317,6 +317,7 @@ def _grade_into(args, layout: lms.Plan, before: runs.Before | None, gen: Path, n
         row.release = facts.release
     store.write_releases(gen, earlier + ([facts.manifest] if facts.manifest not in earlier else []))
     rows, plan, merged_notes = runs.after_grading(before, gen, rows, facts, layout, args.reason)
+    facts = runs.compare_again(gen, rows, facts)
     store.write_class(gen, rows, facts)  # the class result is kept; the outputs are made from what was kept
     store.write_plan(gen, plan)
     generations.crash_point("records")
@@ -342,7 +343,7 @@ def _again(args, command: str, redo) -> int:
             gen = generations.start(args.out)
             try:
                 rows, note = redo(before, gen)
-                store.write_class(gen, rows, before.facts)
+                store.write_class(gen, rows, runs.compare_again(gen, rows, before.facts))
                 kept_policy = store.read_policy(before.generation)
                 _, _, exported, summary = _write_outputs(args, gen, before.plan, [*notes, note], kept_policy)
                 generations.make_current(args.out, gen)

@@ -93,6 +93,19 @@ class Limits:
     output_limit: int = 2_000_000
 
 
+@dataclass(frozen=True)
+class CellEvidence:
+    """One cell behind an out-of-order flag (review.flags.out_of_order_cells), whole: its label, the execution count
+    it was handed in with, its source, and what is compared of its outputs as handed in and in the top-to-bottom
+    re-run (stdout, text results, error names; each cut at review.flags.KEEP_CHARS)."""
+
+    label: str
+    ran_as: int | None
+    source: str
+    handed_in: tuple[str, ...]
+    rerun: tuple[str, ...]
+
+
 @dataclass
 class Row:
     """The class result for one student (:func:`class_result`): what every output reads (grades.csv, the report,
@@ -110,6 +123,11 @@ class Row:
     zeroed: dict[str, str] = field(default_factory=dict)  # test id -> evidence: no points by the own-work rule
     failures: dict[str, str] = field(default_factory=dict)  # test id -> the message its test raised (report.py)
     flags: list[str] = field(default_factory=list)  # integrity flags for a human (flags.py): no points, no status
+    evidence: list[CellEvidence] = field(default_factory=list)  # the cells behind its out-of-order flag, whole
+    # The identical-answer flags, found across the whole class (after a re-grade's merge too, term.runs), and the
+    # answers they compare: grade id -> the student's code.
+    copied: list[str] = field(default_factory=list)
+    code: dict[str, str] = field(default_factory=dict)
     submitted: nbformat.NotebookNode | None = None  # the file as handed in, cut to what flags.out_of_order compares
     name: str = ""  # the display name from the LMS's file names, if any (never the id)
     version: str | None = None  # the course release the notebook was written for (versions.py); None: unknown
@@ -192,7 +210,9 @@ class Reviewed:
     """The reviewed stage's record of one student: the integrity flags a human looks at (no points change)."""
 
     student_id: str
-    flags: tuple[str, ...] = ()
+    flags: tuple[str, ...] = ()  # of the student's own notebook: out of order, tampering
+    evidence: tuple[CellEvidence, ...] = ()  # the cells behind the out-of-order flag
+    copied: tuple[str, ...] = ()  # identical answers, found across the class
 
 
 def class_result(
@@ -218,6 +238,9 @@ def class_result(
                 zeroed=dict(sc.zeroed),
                 failures=dict(sc.failures),
                 flags=list(rv.flags),
+                evidence=list(rv.evidence),
+                copied=list(rv.copied),
+                code=answer_code(c.notebook),
                 submitted=c.submitted,
                 name=c.name,
                 version=c.version,
@@ -225,6 +248,26 @@ def class_result(
             )
         )
     return rows
+
+
+@dataclass(frozen=True)
+class AnswerKey:
+    """What the identical-answer flags compare a class's answers against, kept with each run (``store``): the
+    release's answer cells as handed out (stubs) and the published reference solution's; {grade id: source}."""
+
+    stubs: dict[str, str]
+    reference: dict[str, str]
+
+
+def answer_code(nb: nbformat.NotebookNode | None) -> dict[str, str]:
+    """{grade id: source} of the notebook's code answer cells (those that carry nbgrader ``solution``): what the
+    identical-answer flags compare across the class (review.flags.identical_answers)."""
+    found = {}
+    for cell in nb.cells if nb is not None else []:
+        meta = cell.metadata.get("nbgrader", {})
+        if cell.cell_type == "code" and meta.get("solution") and meta.get("grade_id"):
+            found[meta["grade_id"]] = cell.source
+    return found
 
 
 def answer_digests(nb: nbformat.NotebookNode | None) -> dict[str, str]:

@@ -55,7 +55,7 @@ from manyheads_grader.records import (
 )
 from manyheads_grader.review import versions
 from manyheads_grader.review.checking import check_submissions
-from manyheads_grader.review.reviewing import review_class
+from manyheads_grader.review.reviewing import answer_key, review_class
 from manyheads_grader.scoring import score_class
 
 __all__ = [
@@ -244,6 +244,7 @@ def _grade_with(workers: list[Worker], submissions: Path | None, run: Run) -> tu
     rows = class_result(checked, execution.students, scored, reviewed)
     _publish(run, execution)
     store.write_stages(run.out, run.assignment, checked, execution.students, scored, reviewed)  # OUT/course: published
+    store.write_answer_key(run.out, answer_key(release))  # what a later re-grade compares the class against
     ran = ready.summary() if ready else "not run" + (" (graded on a cluster)" if opts.scheduler else "")
     identical = [dataclasses.asdict(g) for g in groups]  # the report lists one line per group
     return rows, _facts(

@@ -21,6 +21,8 @@ from pathlib import Path
 import nbformat
 
 from manyheads_grader.records import (
+    AnswerKey,
+    CellEvidence,
     CellOutcome,
     Checked,
     Executed,
@@ -44,6 +46,8 @@ __all__ = [
     "row_data",
     "row_from",
     "write_plan",
+    "write_answer_key",
+    "read_answer_key",
     "write_policy",
     "write_releases",
     "read_releases",
@@ -69,7 +73,17 @@ def row_data(row: Row, out: Path) -> dict:
     data["repaired"], data["version"] = row.repaired, row.version
     data["feedback"] = None if row.feedback is None else str(Path(row.feedback).relative_to(out))
     data["manual"], data["answers"], data["release"] = row.manual, row.answers, row.release
+    data["evidence"] = [_evidence(e) for e in row.evidence]
+    data["copied"], data["code"] = row.copied, row.code
     return data
+
+
+def _evidence(cell: CellEvidence) -> dict:
+    return {**dataclasses.asdict(cell), "handed_in": list(cell.handed_in), "rerun": list(cell.rerun)}
+
+
+def _read_evidence(data: list[dict]) -> list[CellEvidence]:
+    return [CellEvidence(**{**d, "handed_in": tuple(d["handed_in"]), "rerun": tuple(d["rerun"])}) for d in data]
 
 
 def write_class(out: Path, rows: list[Row], facts: RunFacts) -> Path:
@@ -130,6 +144,9 @@ def row_from(data: dict, out: Path) -> Row:
     row.feedback = None if data["feedback"] is None else out / data["feedback"]
     row.manual, row.answers = dict(data.get("manual", {})), dict(data.get("answers", {}))  # none before 0.9
     row.release = data.get("release", "")
+    # none before 0.9.1: such a row's identical-answer flags are among its flags, and it is not compared again
+    row.evidence, row.copied = _read_evidence(data.get("evidence", [])), list(data.get("copied", []))
+    row.code = dict(data.get("code", {}))
     return row
 
 
@@ -163,6 +180,18 @@ def write_releases(out: Path, manifests: list[list]) -> None:
 
 def read_releases(out: Path) -> list[list]:
     return _read_kept(out, "releases", [])
+
+
+def write_answer_key(out: Path, key) -> None:
+    """The release's answer cells and the reference solution's (``records.AnswerKey``), which a re-grade's
+    merge compares the class's answers against: ``OUT/records/answer-key.json``."""
+    _write_kept(out, "answer-key", dataclasses.asdict(key))
+
+
+def read_answer_key(out: Path):
+    """The key :func:`write_answer_key` kept; None for an OUT graded before it was kept."""
+    found = _read_kept(out, "answer-key", None)
+    return None if found is None else AnswerKey(**found)
 
 
 def write_plan(out: Path, plan) -> None:
@@ -234,7 +263,15 @@ def write_stages(
     _write(
         folder / "reviewed.json",
         "reviewed",
-        [{"student_id": r.student_id, "flags": list(r.flags)} for r in reviewed.values()],
+        [
+            {
+                "student_id": r.student_id,
+                "flags": list(r.flags),
+                "evidence": [_evidence(e) for e in r.evidence],
+                "copied": list(r.copied),
+            }
+            for r in reviewed.values()
+        ],
     )
 
 
@@ -321,5 +358,7 @@ _READERS = {
     "checked": _read_checked,
     "executed": _read_executed,
     "scored": _read_scored,
-    "reviewed": lambda d, out: Reviewed(d["student_id"], tuple(d["flags"])),
+    "reviewed": lambda d, out: Reviewed(
+        d["student_id"], tuple(d["flags"]), tuple(_read_evidence(d["evidence"])), tuple(d["copied"])
+    ),
 }

@@ -18,6 +18,7 @@ import nbformat
 
 from manyheads_grader import notebooks
 from manyheads_grader.execution import cluster
+from manyheads_grader.execution.budget import AFTER_TIMEOUT
 from manyheads_grader.execution.worker import Worker
 from manyheads_grader.output import progress
 from manyheads_grader.records import Checked, Executed, Problem, Run
@@ -105,7 +106,8 @@ def execute(
     """Autograde ``todo`` on ``workers`` (or, with ``run.opts.scheduler``, on that cluster: ``workers`` is then
     empty), ``jobs`` chunks at a time; every worker is closed after. ``preflight_forked`` kernels were the
     preflight's: they are not counted."""
-    tracker = progress.Progress(len(todo), quiet=run.opts.quiet)
+    pace = progress.Pace(jobs, run.opts.timeout, AFTER_TIMEOUT, len(test_ids))
+    tracker = progress.Progress(len(todo), quiet=run.opts.quiet, pace=pace)
     for worker in workers:
         worker.progress, worker.test_ids = tracker, set(test_ids)
     tasks = _queue(todo, jobs, run)

@@ -4,13 +4,23 @@ estimate of the time left. Written to stderr (the summary stays on stdout); ``--
 
 The score is read from the graded notebook as nbgrader scores it (``nbgrader.utils.determine_grade``), the moment
 nbgrader writes it; the grades table and the report still come from the gradebook at the end.
+
+The time left (:meth:`Progress.estimate`, issue 37 item 6) counts the work in progress, not only the students
+finished: each job's notebook in progress (a usual one has about the median time left; one that has run well past the
+usual time is taken to be running into the cell limit, and then into the shorter limit of its later test cells), the
+rest of that job's chunk, which waits behind it, and the chunks no job has taken yet, shared by the jobs. What it
+cannot know is a notebook that has not started yet: a looping notebook still in the queue is not in the estimate
+until its job takes it (``benchmarks/grading.py --looping`` measures each line's estimate against the time that
+was actually left).
 """
 
 from __future__ import annotations
 
+import statistics
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import nbformat
@@ -48,20 +58,61 @@ def _duration(seconds: float) -> str:
     return f"{minutes} min {seconds:02d} s" if minutes < 60 else f"{minutes // 60} h {minutes % 60:02d} min"
 
 
+@dataclass(frozen=True)
+class Pace:
+    """What the time left goes by besides the students finished: the jobs grading at once, the per-cell time limit
+    (``--timeout``), each later cell's limit once a notebook has run out of time (``budget.AFTER_TIMEOUT``), and the
+    graded test cells of the assignment (the cells that meet a looping answer again)."""
+
+    jobs: int = 1
+    limit: float = 60.0
+    after: float = 5.0
+    tests: int = 0
+
+
 class Progress:
     """Counts students as they finish and prints a line each (thread-safe: the workers report at once)."""
 
-    def __init__(self, total: int, stream=None, quiet: bool = False):
-        self.total, self.done, self.quiet = total, 0, quiet
+    # a notebook in progress for SLOW x the median time, and SLOW_S more, is taken to be running into the limit
+    SLOW = 3.0
+    SLOW_S = 5.0
+
+    def __init__(self, total: int, stream=None, quiet: bool = False, pace: Pace = Pace(), clock=time.monotonic):
+        self.total, self.done, self.quiet, self.pace = total, 0, quiet, pace
         self.stream = stream if stream is not None else sys.stderr
-        self.started = time.monotonic()
+        self.clock = clock  # a test's simulated class runs on its own clock
+        self.started = clock()
         self.lock = threading.Lock()
+        self.seconds: list[float] = []  # each finished student's time on its job
+        self.watches: list[Watch] = []  # the chunks in progress
+
+    def estimate(self, now: float | None = None) -> float | None:
+        """Seconds left: the jobs' notebooks in progress, the rest of their chunks and the chunks not taken yet;
+        None before the first student finishes (nothing to go by)."""
+        if not self.seconds:
+            return None
+        now = self.clock() if now is None else now
+        usual = statistics.median(self.seconds)
+        per_job = []
+        for watch in self.watches:
+            if not watch.rows:
+                continue
+            ran = now - watch.last
+            if ran > self.SLOW * usual + self.SLOW_S:  # past the usual time: a cell is running into the limit
+                current = max(self.pace.limit + usual - ran, 0.0) + self.pace.after * self.pace.tests
+            else:
+                current = max(usual - ran, 0.0)
+            per_job.append(current + (len(watch.rows) - 1) * usual)
+        queued = self.total - self.done - sum(len(w.rows) for w in self.watches)
+        shared = (sum(per_job) + max(queued, 0) * usual) / max(1, self.pace.jobs)
+        return max([shared, *per_job])
 
     def line(self, row, seconds: float, score: str, flags: list[str]) -> str:
         name = f" ({row.name})" if getattr(row, "name", "") else ""
         left = self.total - self.done
-        if left and self.done:
-            eta = f"about {_duration((time.monotonic() - self.started) / self.done * left)} left"
+        estimate = self.estimate() if left else None
+        if estimate is not None:
+            eta = f"about {_duration(estimate)} left"
         else:
             eta = "done" if not left else ""
         width = len(str(self.total))
@@ -70,9 +121,14 @@ class Progress:
             text += f" ({', '.join(flags)})"
         return f"{text}; {eta}" if eta else text
 
-    def finished(self, row, seconds: float, score: str, flags: list[str]) -> None:
+    def finished(self, row, seconds: float, score: str, flags: list[str], watch: Watch | None = None) -> None:
         with self.lock:
             self.done += 1
+            self.seconds.append(seconds)
+            if watch is not None and row in watch.rows:
+                watch.rows.remove(row)
+                watch.last = self.clock()  # the next of its chunk starts now
+            self.watches = [w for w in self.watches if w.rows]
             if not self.quiet:
                 print(self.line(row, seconds, score, flags), file=self.stream, flush=True)
 
@@ -82,7 +138,10 @@ class Watch:
 
     def __init__(self, progress: Progress | None, rows: list, autograded, test_ids: set[str]):
         self.progress, self.rows, self.autograded, self.test_ids = progress, list(rows), autograded, test_ids
-        self.last = time.monotonic()
+        self.last = progress.clock() if progress is not None else 0.0  # when its notebook in progress started
+        if progress is not None:
+            with progress.lock:
+                progress.watches.append(self)
 
     def __call__(self, final: bool = False) -> None:
         if self.progress is None:
@@ -97,18 +156,12 @@ class Watch:
                 if not final:
                     continue
                 score, top, hit = None, None, ["unreadable"]
-            now = time.monotonic()
             flags = (["repaired"] if getattr(row, "repaired", False) else []) + hit
             shown = "score unknown" if score is None else f"{score:g}/{top:g}"
-            self.progress.finished(row, now - self.last, shown, flags)
-            self.last = now
-            self.rows.remove(row)
+            self.progress.finished(row, self.progress.clock() - self.last, shown, flags, self)
 
     def failed(self, row, why: str) -> None:
         """A student nbgrader could not grade (reported when the chunk ends)."""
         if self.progress is None or row not in self.rows:
             return
-        now = time.monotonic()
-        self.progress.finished(row, now - self.last, "not graded", [why])
-        self.last = now
-        self.rows.remove(row)
+        self.progress.finished(row, self.progress.clock() - self.last, "not graded", [why], self)

@@ -27,6 +27,7 @@ from manyheads_grader.review import versions
 
 COLUMNS = ["student_id", "score", "max_score", "status", "problems"]
 FLAGS_TITLE = "Integrity flags (no points deducted)"
+EVIDENCE_TITLE = "The cells behind the out-of-order flags"
 MAX_MESSAGE = 300  # characters of a failure message kept in the report (tensor printouts can be long)
 TOP_MESSAGES = 5  # messages listed per part; the rest are counted
 NO_MESSAGE = "(no error message: the test gave fewer points than it is worth)"
@@ -188,15 +189,45 @@ def summary(rows, facts: RunFacts) -> Summary:
     )
 
 
-IDENTICAL = "identical answer: "  # starts the flags that the report shows grouped (flags.identical_groups)
+IDENTICAL = "identical answer: "  # starts each identical-answer flag (flags.identical_answers)
 
 
 def _flags(rows, facts: RunFacts | None = None) -> list[tuple[str, str]]:
-    """(student as named, flag) for each flag; identical answers once per group (when the facts have the groups)."""
+    """(student as named, flag) for each flag; identical answers once per group instead (when the facts have the
+    groups), else each student's own."""
     grouped = facts is not None and facts.identical is not None
     return [
-        (who(r), flag) for r in rows for flag in getattr(r, "flags", []) if not (grouped and flag.startswith(IDENTICAL))
+        (who(r), flag)
+        for r in rows
+        for flag in [*getattr(r, "flags", []), *([] if grouped else getattr(r, "copied", []))]
     ]
+
+
+def _evidence(rows) -> list[tuple[str, list]]:
+    """(student as named, the cells behind their out-of-order flag, whole) for each student who has such cells."""
+    return [(who(r), list(r.evidence)) for r in rows if getattr(r, "evidence", None)]
+
+
+def _evidence_lines(rows) -> list[str]:
+    """The cells behind the out-of-order flags, whole, as Markdown: per student, each cell's source, what it
+    showed as handed in and what the top-to-bottom run gives."""
+    found = _evidence(rows)
+    if not found:
+        return []
+    lines = ["", f"### {EVIDENCE_TITLE}", ""]
+    for student, cells in found:
+        lines += [f"#### {_md(student)}", ""]
+        for cell in cells:
+            lines += [f"{_md(cell.label)}, ran as [{cell.ran_as}]:", "", *_block(cell.source, "python")]
+            lines += ["Handed in, it showed:", "", *_block("\n".join(cell.handed_in) or "(no output)")]
+            lines += ["The top-to-bottom run gives:", "", *_block("\n".join(cell.rerun) or "(no output)")]
+    return lines
+
+
+def _block(text: str, language: str = "text") -> list[str]:
+    """A fenced Markdown code block around text that may hold backtick fences itself."""
+    fence = "`" * max(3, max((len(r) for r in re.findall(r"`+", text)), default=0) + 1)
+    return [f"{fence}{language}", *text.splitlines(), fence, ""]
 
 
 def _groups(rows, facts: RunFacts) -> list[str]:
@@ -329,6 +360,7 @@ def _human_lines(rows, facts: RunFacts) -> list[str]:
         lines += ["For a human to look at, each with its evidence; a flag changes no score.", ""]
         lines += [f"- {_md(student)}: {_md(flag)}" for student, flag in flagged]
         lines += [f"- {_md(line)}" for line in groups]
+        lines += _evidence_lines(rows)
     else:
         lines.append("None.")
     return lines
@@ -502,6 +534,8 @@ def html_context(rows, facts: RunFacts, extra: list[str] = ()) -> dict:
         "flags_title": FLAGS_TITLE,
         "flagged": _flags(rows, facts),
         "groups": _groups(rows, facts),
+        "evidence_title": EVIDENCE_TITLE,
+        "evidence": _evidence(rows),
         "versions": "\n".join(version_lines),
         "skipped": list(facts.skipped),
         "notes": [

@@ -27,8 +27,20 @@ from dataclasses import dataclass
 import nbformat
 
 from manyheads_grader.notebooks import read_submitted
+from manyheads_grader.records import AnswerKey, CellEvidence, answer_code
 
-__all__ = ["Group", "answers", "identical_answers", "identical_groups", "out_of_order", "stored", "tampering"]
+__all__ = [
+    "Group",
+    "answers",
+    "identical_answers",
+    "identical_groups",
+    "in_class",
+    "out_of_order",
+    "out_of_order_cells",
+    "out_of_order_flag",
+    "stored",
+    "tampering",
+]
 
 # ----------------------------------------------------------------------------------------------------------------
 # shared: the Python a cell runs
@@ -166,15 +178,15 @@ def _counts_note(submitted) -> str:
     return f"execution counts in notebook order are not increasing ({shown})"
 
 
-def out_of_order(submitted_nb, autograded_nb, release_nb, limit: int = 3) -> list[str]:
-    """One flag when stored outputs differ from nbgrader's top-to-bottom run (student's and read-only cells).
+def out_of_order_cells(submitted_nb, autograded_nb, release_nb) -> list[CellEvidence]:
+    """The cells (the student's and the read-only ones) whose stored outputs differ from nbgrader's top-to-bottom
+    run, whole: the evidence behind :func:`out_of_order`'s flag, in notebook order.
 
     ``submitted_nb`` is the notebook as handed in (or its :func:`stored` copy), ``autograded_nb`` nbgrader's graded
     notebook and ``release_nb`` the release. Cells are matched by their source (the repair keeps the student's
     cells as written). Compared: stdout, text/plain and error names, with memory addresses and timings masked.
     Ignored: execution counts as such, cells that never ran, and re-runs that stopped on an error of the grading
-    environment (``ENVIRONMENT_ERRORS``) or the grader's output limit. Up to ``limit`` differing cells are quoted.
-    """
+    environment (``ENVIRONMENT_ERRORS``) or the grader's output limit."""
     if submitted_nb is None or autograded_nb is None:
         return []
     import difflib
@@ -195,26 +207,43 @@ def out_of_order(submitted_nb, autograded_nb, release_nb, limit: int = 3) -> lis
         if before is None:
             continue
         was, now = _summary(before.get("outputs")), _summary(cell.get("outputs"))
-        ran = isinstance(before.get("execution_count"), int)
+        count = before.get("execution_count")
+        ran = isinstance(count, int)
         if not was and not (ran and any(o.get("output_type") == "error" for o in cell.get("outputs", []))):
             continue  # it never ran, or ran silently and still does: nothing to compare
         errors = [o.get("ename") for o in cell.get("outputs", []) if o.get("output_type") == "error"]
         if any(e in ENVIRONMENT_ERRORS for e in errors) or any(GRADER_CUT in t for t in now):
             continue
         if was != now:
-            shown_was = _short(" | ".join(was) or "no output", 70)
-            shown_now = _short(" | ".join(now) or "no output", 70)
-            count = before.get("execution_count")
-            differing.append(f"{label} (ran as [{count}]) showed `{shown_was}`, the re-run gives `{shown_now}`")
-    if not differing:
+            differing.append(
+                CellEvidence(label, count if ran else None, before.get("source", ""), tuple(was), tuple(now))
+            )
+    return differing
+
+
+def out_of_order_flag(cells: list[CellEvidence], submitted_nb, limit: int = 3) -> list[str]:
+    """The one-line flag for :func:`out_of_order_cells`' cells (none when there are none): up to ``limit`` cells
+    quoted, each output cut to a line; the whole cells go to the report beside it (``Row.evidence``)."""
+    if not cells:
         return []
-    more = f" (and {len(differing) - limit} more)" if len(differing) > limit else ""
+    quoted = []
+    for cell in cells[:limit]:
+        shown_was = _short(" | ".join(cell.handed_in) or "no output", 70)
+        shown_now = _short(" | ".join(cell.rerun) or "no output", 70)
+        quoted.append(f"{cell.label} (ran as [{cell.ran_as}]) showed `{shown_was}`, the re-run gives `{shown_now}`")
+    more = f" (and {len(cells) - limit} more)" if len(cells) > limit else ""
     return [
         "out of order: the stored outputs differ from a top-to-bottom run: "
-        + "; ".join(differing[:limit])
+        + "; ".join(quoted)
         + more
         + f"; {_counts_note(submitted_nb)}"
     ]
+
+
+def out_of_order(submitted_nb, autograded_nb, release_nb, limit: int = 3) -> list[str]:
+    """One flag when stored outputs differ from nbgrader's top-to-bottom run (student's and read-only cells); up to
+    ``limit`` differing cells are quoted (:func:`out_of_order_cells` has them all, whole)."""
+    return out_of_order_flag(out_of_order_cells(submitted_nb, autograded_nb, release_nb), submitted_nb, limit)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -230,14 +259,7 @@ MAX_NAMES = 5  # other students named in one flag
 _TOKEN = re.compile(r"[A-Za-z_]\w*|\d[\w.]*|\S")
 
 
-def answers(nb) -> dict[str, str]:
-    """{grade id: source} of the notebook's code answer cells (those that carry nbgrader ``solution``)."""
-    found = {}
-    for cell in nb.cells if nb is not None else []:
-        meta = cell.metadata.get("nbgrader", {})
-        if cell.cell_type == "code" and meta.get("solution") and meta.get("grade_id"):
-            found[meta["grade_id"]] = cell.source
-    return found
+answers = answer_code  # {grade id: source} of a notebook's code answer cells
 
 
 def _strip_docstrings(tree: ast.AST) -> ast.AST:
@@ -315,11 +337,14 @@ def identical_groups(
 ) -> list[Group]:
     """The groups of identical answers, largest first; a group is one student when it is the reference solution.
 
-    ``by_student`` maps each student to {grade id: answer source} (:func:`answers`); ``reference`` is {grade id:
+    ``by_student`` maps each student to {grade id: answer source} (:func:`answers`); ``release_nb`` is the release
+    notebook or its {grade id: stub source} (what a run keeps for a re-grade's merge); ``reference`` is {grade id:
     the reference solution's source} (the published solutions: a student handing it in is marked as such). Answers
     that are still the release's stub, unanswered (``raise NotImplementedError``) or shorter than ``MIN_TOKENS``
     are left out; a short answer most of the class wrote the same way is marked ``common`` (see COMMON_TOKENS)."""
-    stubs = {gid: normalise(src)[0] for gid, src in answers(release_nb).items()} if release_nb is not None else {}
+    is_notebook = release_nb is None or isinstance(release_nb, nbformat.NotebookNode)  # a NotebookNode is a dict
+    release_answers = answers(release_nb) if is_notebook else release_nb
+    stubs = {gid: normalise(src)[0] for gid, src in release_answers.items()}
     published = {gid: normalise(src)[0] for gid, src in (reference or {}).items()}
     found: dict[tuple[str, str], list[str]] = {}
     sizes: dict[tuple[str, str], int] = {}
@@ -369,6 +394,14 @@ def identical_answers(
                 f"identical answer: {text} (comments, docstrings and blank lines aside; it starts `{group.starts}`)"
             )
     return flags
+
+
+def in_class(by_student: dict[str, dict[str, str]], key: AnswerKey) -> tuple[dict[str, list[str]], list[Group]]:
+    """The class's identical answers against ``key``: ({student: flags}, the groups that are not the common way to
+    write a short answer); what the reviewed stage finds in a run and a re-grade's merge finds again in the class."""
+    copied = identical_answers(by_student, key.stubs, key.reference)
+    groups = [g for g in identical_groups(by_student, key.stubs, key.reference) if not g.common]
+    return copied, groups
 
 
 # ----------------------------------------------------------------------------------------------------------------

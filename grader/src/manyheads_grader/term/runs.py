@@ -6,6 +6,7 @@ the history), merge, and leave the outputs to be written and made current (``gen
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,6 +14,7 @@ from pathlib import Path
 from manyheads_grader import store
 from manyheads_grader.output import gradebook
 from manyheads_grader.records import FEEDBACK_DIR, GradingError, Row, RunFacts
+from manyheads_grader.review import flags as review_flags
 from manyheads_grader.term import generations, merge
 
 
@@ -99,6 +101,20 @@ def after_grading(before: Before | None, gen: Path, rows: list[Row], facts: RunF
     if merged.kept_after_failure:
         notes.append(f"{merge.KEPT_NOTE} for {', '.join(merged.kept_after_failure)}")
     return merged.rows, merge.merge_plans(before.plan, plan, merged.carried), notes
+
+
+def compare_again(gen: Path, rows: list[Row], facts: RunFacts) -> RunFacts:
+    """The identical answers of the class as it now stands, every row's and the facts' (a re-graded student's new
+    answer is compared with everyone's, and nobody's flag names a student whose answer has changed since), against
+    the answer key the runs kept in ``gen``; unchanged for an OUT graded before keys were kept."""
+    key = store.read_answer_key(gen)
+    if key is None:
+        return facts
+    compared = [r for r in rows if r.code]  # a row kept from before 0.9.1 has no code: it keeps its flags
+    copied, groups = review_flags.in_class({r.student_id: r.code for r in compared}, key)
+    for row in compared:
+        row.copied = copied.get(row.student_id, [])
+    return dataclasses.replace(facts, identical=[dataclasses.asdict(g) for g in groups])
 
 
 def carry_all(before: Before, gen: Path) -> list[Row]:
