@@ -23,6 +23,7 @@ from pathlib import Path
 import ipywidgets
 import nbformat
 import pytest
+from helpers.kernel_cells import CELLS, assert_short, run_cells
 from helpers.release_fixture import make_course_repository
 
 from manyheads.course import delivery, hygiene
@@ -160,3 +161,14 @@ def test_student_versions_stop_before_their_first_answer_cell(exercise):
     assert 1 < first < len(nb.cells), "the replay would run no cell after the set-up cell, or every cell"
     before = [c.source for c in nb.cells[:first] if c.cell_type == "code"]
     assert before[0].startswith(hygiene.SETUP_CELL_MARKER) and not any("NotImplementedError" in s for s in before)
+
+
+@pytest.mark.slow
+def test_a_failed_check_shows_one_message_and_the_students_line_under_colabs_ipython(replay):
+    """Issue 38, item 3, in Colab's kernel (IPython 7.34, ipykernel 6.17.1), with this clone's package: the same
+    short message and the student's line as in a local JupyterLab (tests/package/test_check_messages.py)."""
+    python = replay_tool.venv_python()
+    env = {**replay_tool.replay_env(python, replay_tool.WORK / "origin.git"), "PYTHONPATH": str(ROOT / "src")}
+    argv = [str(python), "-c", replay_tool.KERNEL_LAUNCH, "-f", "{connection_file}"]
+    assert replay["versions"]["ipython"] == "7.34.0"
+    assert_short(run_cells(CELLS, argv=argv, env=env))

@@ -104,6 +104,30 @@ def test_failed_where_tells_the_visible_check_from_the_hidden_tests():
     assert feedback.failed_where(SECRET_CELL, err(4)) == "hidden tests"
     assert feedback.failed_where("check(x)", err(1)) == "visible check"
     assert feedback.failed_where(SECRET_CELL, {"traceback": ["no cell frame"]}) is None
+    # as a failed check shows it (manyheads.checks.display): the last line says where in the cell
+    short = ["AssertionError: wrong", "  your x, line 2: return 1", "  (checked in this cell, line 4)"]
+    assert feedback.failed_where(SECRET_CELL, {"traceback": short}) == "hidden tests"
+
+
+def test_the_students_view_keeps_the_message_and_their_own_line():
+    """Issue 38, item 3: the feedback shows a failed check as the notebook does, the message and the student's own
+    line, nothing of the check's or the hidden tests' code."""
+    error = nbformat.v4.new_output(
+        "error",
+        ename="AssertionError",
+        evalue="x is off by 2: mind the last axis",
+        traceback=[
+            "AssertionError: x is off by 2: mind the last axis",
+            "  your x, line 3: return v.sum(dim=0)",
+            "  (checked in this cell, line 4)",
+        ],
+    )
+    nb = nbformat.v4.new_notebook(cells=[_graded_cell(SECRET_CELL, [error])])
+    feedback.scrub(nb, feedback.secrets_of(nb))
+    assert nb.cells[0].outputs[0].traceback == [
+        "AssertionError: x is off by 2: mind the last axis",
+        "  your x, line 3: return v.sum(dim=0)",
+    ]
 
 
 def test_summary_escapes_what_the_student_controls():
@@ -259,7 +283,8 @@ def test_stock_generate_feedback_in_out_course_is_safe_and_full_is_the_instructo
     assert [line for line in private if line in full_text], "the same search finds them when they are shown"
     hidden = {s.strip() for s in feedback.hidden_lines(_test_cells(SOURCE)["test_attention_entropy"])}
     assert {line for line in hidden if len(line) >= 12} <= {line for line in hidden if line in full_text}
-    assert "### BEGIN HIDDEN TESTS" in full_text and "Traceback" in full_text
+    # the traceback as the kernel stored it: a failed check's short form (manyheads.checks.display), where it failed
+    assert "### BEGIN HIDDEN TESTS" in full_text and "(checked in this cell, line" in full_text
     assert ": 0 / 2, failed (raised in the hidden tests)" in full_text
 
 

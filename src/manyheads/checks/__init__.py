@@ -9,7 +9,8 @@ not grades: the hidden tests that grade an exercise use other, random inputs.
 Modules: :mod:`~manyheads.checks.core` (shared building blocks), :mod:`~manyheads.checks.single_head_bottleneck`
 (exercise 1), :mod:`~manyheads.checks.subspaces` (2), :mod:`~manyheads.checks.head_size` (3),
 :mod:`~manyheads.checks.specialization` (4), :mod:`~manyheads.checks.pruning` (5),
-:mod:`~manyheads.checks.layer_hierarchy` (6), :mod:`~manyheads.checks.grouped_query_attention` (7); and
+:mod:`~manyheads.checks.layer_hierarchy` (6), :mod:`~manyheads.checks.grouped_query_attention` (7);
+:mod:`~manyheads.checks.display` (how a failed check shows in a notebook: one message and the student's line); and
 :mod:`~manyheads.checks.own_work` (the own-work rule's guard, which the checks and the grader's kernels install).
 
 The names come from the exercises' descriptions (:data:`manyheads.course.exercises.EXERCISES`: a new exercise's checks
@@ -29,7 +30,7 @@ _CHECKS = {part.check: exercise.checks_module for exercise in _EXERCISES for par
 __all__ = list(_CHECKS)
 
 
-_MODULES = {*_CHECKS.values(), "core", "own_work"}  # mh.checks.<module> works too, as after an eager import
+_MODULES = {*_CHECKS.values(), "core", "display", "own_work"}  # mh.checks.<module> works too, as after an eager import
 
 
 def __getattr__(name: str):

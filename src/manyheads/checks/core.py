@@ -23,6 +23,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from manyheads.checks import display
 from manyheads.checks.own_work import OwnWorkError, answering
 
 __all__ = [
@@ -65,6 +66,8 @@ def call_student(fn: Callable[..., Any], what: str, *args: Any, **kwargs: Any) -
     Pass arguments the way the hidden tests do (by keyword where they use a keyword), so that a renamed parameter
     shows up here and not only in the grade.
     """
+    display.install()  # a failed check shows as one message and the student's line (display.py)
+    display.remember(fn)
     try:
         with answering(fn):  # the own-work rule, as the grader applies it (manyheads.checks.own_work)
             return fn(*args, **kwargs)
@@ -76,6 +79,8 @@ def call_student(fn: Callable[..., Any], what: str, *args: Any, **kwargs: Any) -
 
 def expect_value_error(fn: Callable[..., Any], what: str, why: str, *args: Any, **kwargs: Any) -> None:
     """The student's function must raise ValueError (not another error, not nothing) on this input."""
+    display.install()
+    display.remember(fn)
     try:
         with answering(fn):
             result = fn(*args, **kwargs)

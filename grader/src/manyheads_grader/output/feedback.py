@@ -31,7 +31,9 @@ WITHHELD = "[output withheld by the grader: it quotes the grader's hidden tests 
 # Shorter lines ("else:", "return out") are too common to mean anything when they turn up in an output.
 MIN_SECRET = 12
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
-_CELL_LINE = re.compile(r"(?:Cell In\s*\[\d*\]|<ipython-input-[^>]*>), line (\d+)")
+# IPython's frame headers, and the last line of a failed check as manyheads.checks.display shows it
+_CELL_LINE = re.compile(r"(?:Cell In\s*\[\d*\]|<ipython-input-[^>]*>|checked in this cell), line (\d+)")
+_THEIR_LINE = re.compile(r"^\s*your \w+, line \d+: ")  # manyheads.checks.display: the student's line
 
 
 def _regions(source: str, begin: str, end: str) -> tuple[str, list[str]]:
@@ -204,7 +206,8 @@ def summary_html(parts: list[Part], full: bool) -> str:
 
 
 def scrub(nb: nbformat.NotebookNode, secrets: set[str]) -> nbformat.NotebookNode:
-    """The student's view, in place: hidden tests out of the test cells, tracebacks cut, quoting outputs withheld."""
+    """The student's view, in place: hidden tests out of the test cells, tracebacks cut to the message and the
+    student's own line (as a failed check shows them, manyheads.checks.display), quoting outputs withheld."""
     for cell in nb.cells:
         if cell.cell_type != "code":
             continue
@@ -214,7 +217,9 @@ def scrub(nb: nbformat.NotebookNode, secrets: set[str]) -> nbformat.NotebookNode
         for out in cell.get("outputs", []):
             if out.get("output_type") == "error":
                 message = error_message(out)
-                out.traceback = [WITHHELD.strip() if quotes_secret(message, secrets) else message]
+                theirs = [plain(t) for t in out.get("traceback", []) if _THEIR_LINE.match(plain(t))][:1]
+                shown = [message, *(t for t in theirs if not quotes_secret(t, secrets))]  # their line: never secret
+                out.traceback = [WITHHELD.strip()] if quotes_secret(message, secrets) else shown
                 out.evalue = "" if quotes_secret(message, secrets) else out.get("evalue", "")
                 outputs.append(out)
             elif quotes_secret(_output_text(out), secrets):
