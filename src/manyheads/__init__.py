@@ -27,7 +27,7 @@ for.
 
 from manyheads._public_names import hand_on as _hand_on
 
-__version__ = "0.9.0"
+__version__ = "0.10.0"
 
 # Public name -> the module that defines it, from the modules' __all__ (this package's modules and these
 # subpackages'); checks/ and course/ keep their names in their own namespaces.

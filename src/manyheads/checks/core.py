@@ -66,7 +66,7 @@ def call_student(fn: Callable[..., Any], what: str, *args: Any, **kwargs: Any) -
     Pass arguments the way the hidden tests do (by keyword where they use a keyword), so that a renamed parameter
     shows up here and not only in the grade.
     """
-    display.install()  # a failed check shows as one message and the student's line (display.py)
+    display.install_short_tracebacks()  # a failed check shows as one message and the student's line (display.py)
     display.remember(fn)
     try:
         with answering(fn):  # the own-work rule, as the grader applies it (manyheads.checks.own_work)
@@ -79,7 +79,7 @@ def call_student(fn: Callable[..., Any], what: str, *args: Any, **kwargs: Any) -
 
 def expect_value_error(fn: Callable[..., Any], what: str, why: str, *args: Any, **kwargs: Any) -> None:
     """The student's function must raise ValueError (not another error, not nothing) on this input."""
-    display.install()
+    display.install_short_tracebacks()
     display.remember(fn)
     try:
         with answering(fn):

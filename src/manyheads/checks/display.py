@@ -1,11 +1,12 @@
-"""How a failed check shows in a notebook (issue 38, item 3): one short message, then the student's own line, once.
+"""How a failed check of exercises 1-7 shows in a notebook (issue 38, item 3): one short message, then the student's
+own line, once.
 
 IPython's own traceback of a failed visible check shows the check's source around its ``raise``, and, where the
 student's function raised inside the check, both tracebacks one after the other ("The above exception was the
-direct cause of the following exception"). Neither helps a student. :func:`install` registers :func:`short_traceback`
-with the running IPython shell (``InteractiveShell.set_custom_exc``) for ``AssertionError``, which every check and
-hidden test raises; IPython then shows, and ipykernel stores in the notebook's error output (what nbgrader grades and
-the feedback reads), three lines at most:
+direct cause of the following exception"). Neither helps a student. :func:`install_short_tracebacks` registers
+:func:`short_traceback` with the running IPython shell (``InteractiveShell.set_custom_exc``) for ``AssertionError``,
+which every check and hidden test raises; IPython then shows, and ipykernel stores in the notebook's error output
+(what nbgrader grades and the feedback reads), three lines at most:
 
     AssertionError: each row should sum to 1, but the sums range from 0.0678 to 4.9322: divide by ...
       your softmax, line 3: return e / e.sum(dim=0, keepdim=True)
@@ -28,7 +29,7 @@ import textwrap
 import types
 from pathlib import Path
 
-__all__ = ["install", "remember", "short_traceback", "student_line"]
+__all__ = ["install_short_tracebacks", "remember", "short_traceback", "student_line"]
 
 _last: list = [None]  # the student's function a check called last (remember)
 _CHECKS = str(Path(__file__).resolve().parent)  # a frame in this folder is a check's
@@ -117,7 +118,7 @@ def short_traceback(shell, etype, value, tb, tb_offset=None) -> list[str]:
     return lines
 
 
-def install() -> None:
+def install_short_tracebacks() -> None:
     """Show failed checks this way in the running IPython shell, if there is one (idempotent, silent outside)."""
     try:
         from IPython import get_ipython
