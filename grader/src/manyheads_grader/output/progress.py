@@ -81,7 +81,6 @@ class Progress:
         self.total, self.done, self.quiet, self.pace = total, 0, quiet, pace
         self.stream = stream if stream is not None else sys.stderr
         self.clock = clock  # a test's simulated class runs on its own clock
-        self.started = clock()
         self.lock = threading.Lock()
         self.seconds: list[float] = []  # each finished student's time on its job
         self.watches: list[Watch] = []  # the chunks in progress
