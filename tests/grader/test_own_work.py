@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import subprocess
 import sys
 
@@ -118,7 +119,17 @@ def scaled_dot_product_attention(q, k, v, mask=None):
     return w @ v, w
 """,
 }
-SDPA_ALLOWED = {"own_work", "own_work_with_legit_helpers"}
+SDPA_ROUTES["own_work_calling_a_softmax_that_uses_torch"] = """
+def softmax(scores):  # zeroed in Part 1 (torch.softmax is ruled out there); Part 2 may call it
+    return torch.softmax(scores, dim=-1)
+def scaled_dot_product_attention(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    w = softmax(scores)
+    return w @ v, w
+"""
+SDPA_ALLOWED = {"own_work", "own_work_with_legit_helpers", "own_work_calling_a_softmax_that_uses_torch"}
 
 HARNESS = r"""
 import io, json, linecache, math, sys, torch
@@ -267,6 +278,165 @@ def test_the_rule_belongs_to_the_part_whose_test_runs():
 
 
 # ------------------------------------------------------------------------------------------------------------------
+# library routes a part's text rules out (CodePart.forbidden): exercise 1's softmax, refused by every route the text
+# names, only where the student's own code calls them
+
+EX1 = next(e for e in EXERCISES if e.stem == "01_single_head_bottleneck")
+SOFTMAX_PART = next(p for p in EX1.code_parts if p.function == "softmax")
+# route -> (the answer, the routine the refusal must name)
+SOFTMAX_ROUTES = {
+    "torch_softmax": ("def softmax(scores):\n    return torch.softmax(scores, dim=-1)\n", "torch.softmax"),
+    "functional": (
+        "import torch.nn.functional as F\ndef softmax(scores):\n    return F.softmax(scores, dim=-1)\n",
+        "torch.nn.functional.softmax",
+    ),
+    "tensor_method": ("def softmax(scores):\n    return scores.softmax(dim=-1)\n", "torch.Tensor.softmax"),
+    "module": ("def softmax(scores):\n    return torch.nn.Softmax(dim=-1)(scores)\n", "torch.nn.Softmax"),
+    "module_as_answer": ("softmax = torch.nn.Softmax(dim=-1)\n", "torch.nn.Softmax"),
+    "log_softmax_exp": (
+        "def softmax(scores):\n    return torch.log_softmax(scores, dim=-1).exp()\n",
+        "torch.log_softmax",
+    ),
+    "functional_log_softmax": (
+        "from torch.nn import functional\ndef softmax(scores):\n    return functional.log_softmax(scores, -1).exp()\n",
+        "torch.nn.functional.log_softmax",
+    ),
+    "tensor_log_softmax": (
+        "def softmax(scores):\n    return scores.log_softmax(-1).exp()\n",
+        "torch.Tensor.log_softmax",
+    ),
+    "special": ("def softmax(scores):\n    return torch.special.softmax(scores, -1)\n", "torch.special.softmax"),
+    "softmin": (
+        "def softmax(scores):\n    return torch.nn.functional.softmin(-scores, dim=-1)\n",
+        "torch.nn.functional.softmin",
+    ),
+    "from_import": (
+        "from torch import softmax as sm\ndef softmax(scores):\n    return sm(scores, -1)\n",
+        "torch.softmax",
+    ),
+    "partial": ("import functools\nsoftmax = functools.partial(torch.softmax, dim=-1)\n", "torch.softmax"),
+    "helper": (
+        "def stable(x):\n    return torch.softmax(x, dim=-1)\ndef softmax(scores):\n    return stable(scores)\n",
+        "torch.softmax",
+    ),
+    "thread": (
+        "from concurrent.futures import ThreadPoolExecutor\ndef softmax(scores):\n"
+        "    with ThreadPoolExecutor(1) as pool:\n        return pool.submit(torch.softmax, scores, -1).result()\n",
+        "torch.softmax",
+    ),
+}
+SOFTMAX_KEPT = {  # never zeroed: the student's own computation, and ways around that only a human judges
+    "own_work": """
+def softmax(scores):
+    e = torch.exp(scores - scores.amax(dim=-1, keepdim=True))
+    return e / e.sum(dim=-1, keepdim=True)
+""",
+    "library_function_that_uses_softmax_inside": """
+def softmax(scores):
+    return torch.distributions.Categorical(logits=scores).probs
+""",
+}
+
+
+@pytest.fixture(scope="module")
+def softmax_results():
+    from helpers.nbgrader_course import cell_source
+
+    test_cell = cell_source(REPO_ROOT / "solutions" / EX1.stem / f"{EX1.stem}.ipynb", SOFTMAX_PART.test_id)
+    routes = {name: source for name, (source, _) in SOFTMAX_ROUTES.items()} | SOFTMAX_KEPT
+    return run_routes(EX1.stem, routes, test_cell)  # the graded test cell: the visible check, then the hidden tests
+
+
+def test_the_part_names_every_route_it_rules_out_and_the_header_repeats_them():
+    import nbformat
+
+    from manyheads.course import release
+
+    nb = nbformat.read(REPO_ROOT / "solutions" / EX1.stem / f"{EX1.stem}.ipynb", as_version=4)
+    text = next(c.source for c in nb.cells if c.source.startswith("## Part 1"))
+    assert all(f"`{route}`" in text for route in SOFTMAX_PART.forbidden), text
+    assert {"torch.softmax", "torch.nn.functional.softmax", "torch.Tensor.softmax", "torch.nn.Softmax"} <= set(
+        SOFTMAX_PART.forbidden
+    ) and any("log_softmax" in r for r in SOFTMAX_PART.forbidden)
+    assert release.add_own_work_rule(nb, EX1.stem)
+    header = " ".join(next(c.source for c in nb.cells if release.OWN_WORK_MARK in c.source).split())
+    assert all(f"`{route}`" in header for route in SOFTMAX_PART.forbidden), header
+
+
+@pytest.mark.parametrize("route", sorted(SOFTMAX_ROUTES))
+def test_every_named_route_to_torchs_softmax_zeroes_the_part_at_grading(softmax_results, route):
+    got, routine = softmax_results[route], SOFTMAX_ROUTES[route][1]
+    assert got.startswith(f"refused: softmax: your answer calls {routine}, a library routine that this part rules out")
+    assert got.endswith("[evidence written]") and "gets no points" in got, got
+
+
+def test_own_work_and_other_ways_around_keep_their_points_at_grading(softmax_results):
+    assert {name: softmax_results[name] for name in SOFTMAX_KEPT} == dict.fromkeys(SOFTMAX_KEPT, "passed")
+    assert softmax_results["package_internal"] == "passed"  # MultiHeadAttention's own torch.softmax
+    assert "line 3: return stable(scores)" not in softmax_results["helper"]
+    assert "line 2: return torch.softmax(x, dim=-1)" in softmax_results["helper"]  # the line that calls it
+    assert "your answer is torch.nn.Softmax itself" in softmax_results["module_as_answer"]
+    assert "your answer is torch.softmax itself" in softmax_results["partial"]
+
+
+def test_the_routes_are_guarded_when_torch_is_imported_after_the_rule():
+    """The plain launcher applies the rule before the notebook imports torch."""
+    code = (
+        "import sys\nfrom manyheads.checks import own_work as g\nassert g.require_own_work(sys.argv[1])\n"
+        "assert 'torch' not in sys.modules\nimport torch\n"
+        "def softmax(scores):\n    return scores.softmax(-1)\n"
+        "try:\n    softmax(torch.randn(3))\nexcept g.OwnWorkError as e:\n    print('REFUSED', e)\n"
+        "print('ROUTINE', torch.softmax(torch.zeros(2), -1).tolist())"
+    )
+    done = subprocess.run([sys.executable, "-c", code, EX1.stem], capture_output=True, text=True, timeout=300)
+    assert "REFUSED softmax: your answer calls torch.Tensor.softmax" in done.stdout, done.stdout + done.stderr
+    assert "ROUTINE [0.5, 0.5]" in done.stdout
+
+
+def _define(source: str, name: str = "softmax"):
+    namespace = {"torch": torch, "math": __import__("math"), "mh": mh}
+    exec(compile(source, f"<answer {name}>", "exec"), namespace)  # noqa: S102 (a student's cell)
+    return namespace[name]
+
+
+@pytest.mark.parametrize("route", sorted(SOFTMAX_ROUTES))
+def test_the_visible_check_refuses_every_named_route_saying_why(route):
+    source, routine = SOFTMAX_ROUTES[route]
+    with pytest.raises(OwnWorkError, match=rf"softmax: your answer calls {re.escape(routine)}, a library routine"):
+        mh.checks.check_softmax(_define(source))
+
+
+def test_the_visible_checks_keep_own_work_and_other_parts_that_use_torchs_softmax(capsys):
+    for source in SOFTMAX_KEPT.values():
+        mh.checks.check_softmax(_define(source))
+    torch_softmax = _define(SOFTMAX_ROUTES["torch_softmax"][0])  # zeroed in Part 1, fine inside Part 2
+    attention = _define(SDPA_ROUTES["own_work_calling_a_softmax_that_uses_torch"], "scaled_dot_product_attention")
+    attention.__globals__["softmax"] = torch_softmax
+    mh.checks.check_scaled_dot_product_attention(attention)
+    mh.checks.check_scaled_dot_product_attention(_own_sdpa)  # calls torch.softmax itself
+    mh.checks.check_attention_entropy(lambda w: -torch.special.xlogy(w, w).sum(dim=-1))
+    assert capsys.readouterr().out.count("all visible checks passed") == 5
+    # outside a check, and for the package, torch's softmax is torch's softmax
+    x = torch.randn(3, 4, dtype=torch.float64)
+    want = torch.exp(x) / torch.exp(x).sum(dim=-1, keepdim=True)
+    for got in (torch.softmax(x, -1), x.softmax(-1), torch.nn.Softmax(-1)(x), torch.log_softmax(x, -1).exp()):
+        assert torch.allclose(got, want)
+    assert torch.allclose(torch.nn.Parameter(x).softmax(-1), want)  # a subclass goes through __torch_function__
+
+
+def test_every_route_of_every_part_is_one_the_guard_can_hold():
+    for ex in EXERCISES:
+        for part in ex.code_parts:
+            for route in part.forbidden:
+                assert route.startswith("torch."), route  # a library routine; the course's own are computed_by
+                guard._guard_route(route)
+                owner, attribute, obj = guard._resolve(route)
+                held = obj.forward if isinstance(obj, type) else obj
+                assert held.__code__ in guard._trampolines, (part.function, route)
+                assert route in guard._trampolines[held.__code__].targets
+
+
+# ------------------------------------------------------------------------------------------------------------------
 # the visible checks (in this process: the rule holds only while a check runs the student's function)
 
 
@@ -400,6 +570,43 @@ def test_open_routes_flag_hidden_test_helpers_and_leave_ordinary_code_alone():
     assert notes == ["extra cell 3: uses _reference, defined only in the hidden tests"]
 
 
+def test_ways_around_a_library_rule_are_flagged_for_a_human_never_zeroed():
+    cells = [
+        (
+            "answer cell softmax",
+            "def softmax(scores):\n    return torch.distributions.Categorical(logits=scores).probs",
+        ),
+        (
+            "answer cell scaled_dot_product_attention",
+            "def scaled_dot_product_attention(q, k, v, mask=None):\n"
+            "    w = torch.softmax(q @ k.transpose(-2, -1), dim=-1)  # allowed in this part\n    return w @ v, w",
+        ),
+        ("extra cell 9", "print(torch.allclose(softmax(x), torch.softmax(x, -1)))  # comparing is fine"),
+        ("extra cell 10", "def helper(x):\n    return torch._softmax(x, -1, False)"),
+    ]
+    notes = evidence.library_routes(cells, EX1)
+    assert notes == [
+        "answer cell softmax: computes probabilities with torch.distributions",
+        "extra cell 10: calls torch's low-level or private operators",
+    ], notes
+    kinds = {
+        "def softmax(scores):\n    return torch.sparse.softmax(scores.to_sparse(), -1).to_dense()": "sparse.softmax",
+        "import torch.nn as nn\nsoftmax = nn.Sequential(nn.Softmax(dim=-1))": "nn.Softmax",
+        "def softmax(scores):\n    return torch.ops.aten._softmax(scores, -1, False)": "low-level",
+    }
+    for source, why in kinds.items():
+        [note] = evidence.library_routes([("answer cell softmax", source)], EX1)
+        assert note.startswith("answer cell softmax: ") and why in note, note
+    own = "def my_softmax(x):\n    e = (x - x.amax(-1, keepdim=True)).exp()\n    return e / e.sum(-1, keepdim=True)\n"
+    assert (
+        evidence.library_routes([("answer cell softmax", own + "def softmax(s):\n    return my_softmax(s)")], EX1) == []
+    )
+    # a part already zeroed by the rule is not flagged again; an exercise without such parts is not looked at
+    assert evidence.library_routes(cells[:1], EX1, {"test_softmax"}) == []
+    assert evidence.library_routes(cells, next(e for e in EXERCISES if e.stem == "03_head_size")) == []
+    assert evidence._exercise_of(["test_softmax", "test_scaled_dot_product_attention", "test_attention_entropy"]) is EX1
+
+
 def test_header_rule_is_a_plain_paragraph():
     assert guard.OWN_WORK_RULE.startswith("**Your own work.**") and "OwnWorkError" in guard.OWN_WORK_RULE
 
@@ -485,7 +692,15 @@ def test_the_command_applies_the_rule_without_the_sandbox_too(tmp_path):
     subs = tmp_path / "subs"
     for student, nb in (
         ("own", corpus.answered()),
-        ("hands_over", corpus.answered({"scaled_dot_product_attention": corpus.HANDING_OVER["direct"]})),
+        (
+            "hands_over",
+            corpus.answered(
+                {
+                    "scaled_dot_product_attention": corpus.HANDING_OVER["direct"],
+                    "softmax": SOFTMAX_ROUTES["tensor_method"][0],  # a library route Part 1 rules out
+                }
+            ),
+        ),
     ):
         (subs / student).mkdir(parents=True)
         (subs / student / f"{corpus.EX1}.ipynb").write_bytes(corpus.dump(nb))
@@ -493,8 +708,10 @@ def test_the_command_applies_the_rule_without_the_sandbox_too(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     rows = report.read_csv(tmp_path / "out" / "grades.csv")
     assert float(rows["own"]["score"]) == corpus.FULL and rows["own"]["problems"] == ""
-    assert float(rows["hands_over"]["score"]) == corpus.FULL - 4
-    assert rows["hands_over"]["test_scaled_dot_product_attention"] == "0"
+    assert float(rows["hands_over"]["score"]) == corpus.FULL - 4 - 2
+    assert rows["hands_over"]["test_scaled_dot_product_attention"] == "0" and rows["hands_over"]["test_softmax"] == "0"
     assert "own work: test_scaled_dot_product_attention got no points" in rows["hands_over"]["problems"]
+    assert "own work: test_softmax got no points: softmax: your answer calls torch." in rows["hands_over"]["problems"]
     text = (tmp_path / "out" / "report.md").read_text()
     assert "## Parts given no points by the own-work rule" in text and "- hands_over, test_scaled_dot" in text
+    assert "softmax: your answer calls torch.Tensor.softmax, a library routine that this part rules out" in text

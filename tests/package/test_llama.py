@@ -10,11 +10,11 @@ import time
 
 import pytest
 import torch
+from helpers.smollm2_reference import transformers_smollm2
 from helpers.tolerances import float32_tolerance
 
 from manyheads import interventions as iv
 from manyheads.costs import kv_cache_bytes
-from manyheads.models.gguf_file import smollm2_gguf_path
 from manyheads.models.llama import LlamaConfig, LlamaDecoder, generate_greedy, kv_cache_nbytes, load_decoder, pad_left
 
 IOI = "When Mary and John went to the store, John gave a drink to"  # indirect object: " Mary"
@@ -76,17 +76,10 @@ def decoder():
 
 
 @pytest.fixture(scope="module")
-def reference():
-    """transformers' LlamaForCausalLM from the same GGUF, offline, with eager attention so it returns weights."""
-    transformers = pytest.importorskip("transformers")
-    pytest.importorskip("accelerate")
-    path = smollm2_gguf_path()
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("HF_HUB_OFFLINE", "1")
-        model = transformers.LlamaForCausalLM.from_pretrained(
-            str(path.parent), gguf_file=path.name, attn_implementation="eager"
-        )
-    return model.eval()
+def reference(tmp_path_factory):
+    """transformers' LlamaForCausalLM from the same GGUF, offline, with eager attention so it returns weights (read
+    once per run and shared with test_smollm2_weights.py: helpers/smollm2_reference.py)."""
+    return transformers_smollm2(tmp_path_factory, attn_implementation="eager")[0]
 
 
 def _ids(tokenizer, text: str) -> torch.Tensor:

@@ -350,7 +350,7 @@ def _accuracy_wrong_axis(w, arcs):  # argmax over queries instead of keys
 
 
 @pytest.mark.parametrize(
-    "bug, message", [(_accuracy_with_self, "exclude the dependent"), (_accuracy_wrong_axis, "expected")]
+    "bug, message", [(_accuracy_with_self, "exclude the dependent"), (_accuracy_wrong_axis, "argmax over axis -2")]
 )
 def test_relation_check_names_the_bug(bug, message):
     with pytest.raises(AssertionError, match=message):

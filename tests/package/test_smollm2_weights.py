@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from helpers.smollm2_reference import transformers_smollm2
 
 from manyheads.models import gguf_file
 from manyheads.models.checkpoints import PretrainedModelError, sha256_of
@@ -50,16 +51,10 @@ def checkpoint():
 
 
 @pytest.fixture(scope="module")
-def reference():
-    """transformers' LlamaForCausalLM and tokenizer, read from the same GGUF in its local folder, offline."""
-    transformers = pytest.importorskip("transformers")
-    pytest.importorskip("accelerate")
-    path = smollm2_gguf_path()
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("HF_HUB_OFFLINE", "1")
-        model = transformers.LlamaForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name)
-        tokenizer = transformers.AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
-    return model, tokenizer
+def reference(tmp_path_factory):
+    """transformers' LlamaForCausalLM and tokenizer, read from the same GGUF in its local folder, offline (read once
+    per run and shared with test_llama.py: helpers/smollm2_reference.py)."""
+    return transformers_smollm2(tmp_path_factory)
 
 
 def test_the_file_is_found_and_verified_without_importing_its_package():

@@ -3,7 +3,10 @@
 Each check calls the student's function through :func:`call_student`, so that only ``NotImplementedError`` (an
 unanswered stub) and ``OwnWorkError`` (the answer calls the course's own implementation of the part: the
 own-work rule of :mod:`manyheads.checks.own_work`, applied here as the grader applies it) escape unchanged and
-every other error says which input caused it.
+every other error says which input caused it. It also holds the student to two rules every part's spec states: the
+function leaves its inputs as they were (no in-place change of a tensor it was given; :func:`call_student` compares
+them before and after), and a tensor it returns has the dtype the spec names, by default the dtype of its floating-point
+inputs (:func:`check_forms` compares it with :func:`expected_dtype`).
 
 A check is a table plus its special diagnoses: its first inputs come with diagnoses of the likely bugs ("the softmax
 runs over the wrong axis"), and every other input form the spec allows is a row of a table of :class:`FormInput`
@@ -15,6 +18,8 @@ raise it too; a reference that returns an ``int`` makes the row's answer an inte
 
 from __future__ import annotations
 
+import functools
+import inspect
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -39,6 +44,7 @@ __all__ = [
     "report_passed",
     "FormInput",
     "as_float64",
+    "expected_dtype",
     "check_forms",
 ]
 
@@ -60,21 +66,53 @@ def max_abs_diff(got: Tensor, want: Tensor) -> float:
     return float((got.detach().double() - want.double()).abs().nan_to_num(math.inf).max())
 
 
+def _tensor_arguments(fn: Callable[..., Any], args: tuple, kwargs: Mapping[str, Any]) -> list[tuple[str, Tensor]]:
+    """The tensors among the arguments (also inside lists and tuples), each with the parameter name it is bound to."""
+    try:
+        bound = inspect.signature(fn).bind(*args, **kwargs).arguments
+    except (TypeError, ValueError):  # a signature the call does not fit: the call itself will say so
+        bound = {**{f"argument {i + 1}": a for i, a in enumerate(args)}, **kwargs}
+    found = []
+    for name, value in bound.items():
+        items = value if isinstance(value, (list, tuple)) else [value]
+        found += [(name, v) for v in items if isinstance(v, Tensor)]
+    return found
+
+
+def _unchanged(before: Tensor, after: Tensor) -> bool:
+    if before.shape != after.shape or before.dtype != after.dtype:
+        return False
+    if before.is_floating_point():
+        return bool(((before == after) | (before.isnan() & after.isnan())).all())
+    return torch.equal(before, after)
+
+
 def call_student(fn: Callable[..., Any], what: str, *args: Any, **kwargs: Any) -> Any:
-    """Call the student's function; any error but NotImplementedError becomes an AssertionError saying where.
+    """Call the student's function; any error but NotImplementedError becomes an AssertionError saying where, and so
+    does a change to a tensor it was given (the spec of every part: inputs are not modified).
 
     Pass arguments the way the hidden tests do (by keyword where they use a keyword), so that a renamed parameter
     shows up here and not only in the grade.
     """
     display.install_short_tracebacks()  # a failed check shows as one message and the student's line (display.py)
     display.remember(fn)
+    inputs = _tensor_arguments(fn, args, kwargs)
+    copies = [t.detach().clone() for _, t in inputs]
     try:
         with answering(fn):  # the own-work rule, as the grader applies it (manyheads.checks.own_work)
-            return fn(*args, **kwargs)
+            result = fn(*args, **kwargs)
     except (NotImplementedError, OwnWorkError):
         raise
     except Exception as exc:
         raise AssertionError(f"{fn.__name__} raised {type(exc).__name__} on {what}: {exc}") from exc
+    for (name, tensor), copy in zip(inputs, copies):
+        if not _unchanged(copy, tensor.detach()):
+            raise AssertionError(
+                f"{fn.__name__} changed its input {name} in place on {what}: the spec says inputs are not modified. "
+                "Likely cause: an in-place operation on an argument (a method ending in _, such as masked_fill_, or "
+                "x[...] = ..., x += ...); work on a copy (x.clone()) or use the out-of-place form (masked_fill)"
+            )
+    return result
 
 
 def expect_value_error(fn: Callable[..., Any], what: str, why: str, *args: Any, **kwargs: Any) -> None:
@@ -146,6 +184,40 @@ def as_float64(value: Any) -> Any:
     return value
 
 
+def expected_dtype(form: FormInput, reference_result: Tensor) -> torch.dtype | None:
+    """The dtype a returned tensor must have for this input: for a floating-point result, the dtype of the
+    floating-point tensors among the inputs (PyTorch's promotion where they differ; None where there are none); for an
+    integer or boolean result, the reference's own dtype."""
+    if not reference_result.is_floating_point():
+        return reference_result.dtype
+    floats = [
+        v
+        for value in (*form.args, *form.kwargs.values())
+        for v in (value if isinstance(value, (list, tuple)) else [value])
+        if isinstance(v, Tensor) and v.is_floating_point()
+    ]
+    return functools.reduce(torch.promote_types, (v.dtype for v in floats)) if floats else None
+
+
+DTYPE_MESSAGE = (
+    "{name} returned {kind}{got} for {what}, expected {want} ({why}). Likely cause: a tensor made without the "
+    "input's dtype (torch.zeros(...) or torch.tensor(...) defaults to float32 or int64), or a .float() / .double() "
+    "on the way; pass dtype=x.dtype, or end with .to(x.dtype)"
+)
+
+
+def _check_dtype(name: str, returned: str, got: Any, want: Any, form: FormInput, rule: Callable | None) -> None:
+    if rule is None or not isinstance(got, Tensor) or not isinstance(want, Tensor):
+        return
+    wanted = rule(form, want)
+    if wanted is None or got.dtype == wanted:
+        return
+    why = "the dtype of its inputs" if rule is expected_dtype and wanted.is_floating_point else "the spec's dtype"
+    kind = "" if returned == "result" else f"{returned} as "
+    fields = {"name": name, "kind": kind, "got": got.dtype, "want": wanted, "why": why, "what": form.what}
+    raise AssertionError(DTYPE_MESSAGE.format(**fields))
+
+
 def _returned(fn: Callable[..., Any], form: FormInput, returns: Sequence[str], want: tuple) -> tuple[Any, ...]:
     result = call_student(fn, form.what, *form.args, **form.kwargs)
     if len(returns) == 1 and not isinstance(want[0], Tensor):
@@ -191,6 +263,7 @@ def check_forms(
     compare: Callable[[Any, Any], bool] | None = None,
     shape_message: str = SHAPE_MESSAGE,
     wrong_message: str = WRONG_MESSAGE,
+    dtype: Callable[[FormInput, Tensor], torch.dtype | None] | None = expected_dtype,
 ) -> None:
     """Run the student's ``fn`` on every form of the table; compare shapes, then values, with ``reference`` on the
     same arguments in float64. A wrong shape or value raises ``AssertionError`` naming the form and its hint. Where
@@ -202,7 +275,8 @@ def check_forms(
     type for anything else (integers); a check passes another where it needs exact numbers (values only moved) or
     another tolerance. For one returned value, ``shape_message`` and ``wrong_message`` word the failures with the
     fields ``name``, ``what``, ``hint``, ``got`` and ``want`` (the shapes of tensors, the values of anything else),
-    ``diff`` (the largest difference), ``got_values`` and ``want_values``.
+    ``diff`` (the largest difference), ``got_values`` and ``want_values``. ``dtype`` gives the dtype each returned
+    tensor must have (by default :func:`expected_dtype`: the inputs'); ``None`` where the spec names none.
     """
     name = fn.__name__
     same = compare if compare is not None else _same
@@ -228,6 +302,7 @@ def check_forms(
             }
             if tensors and fields["got"] != fields["want"]:
                 raise AssertionError(shape_message.format(**fields, hint=form.hint_for(g)))
+            _check_dtype(name, "result", g, w, form, dtype)
             if not same(g, w):
                 raise AssertionError(wrong_message.format(**fields, hint=form.hint_for(g), diff=_difference(g, w)))
             continue
@@ -238,6 +313,8 @@ def check_forms(
                 f"wrong shapes for {form.what}: expected {expected}, got {' and '.join(str(g) for g, _ in shapes)}. "
                 f"{form.hint_for(got)}"
             )
+        for n, g, w in zip(returns, got, want):
+            _check_dtype(name, n, g, w, form, dtype)
         # the last returned tensor first: of (output, weights), the weights say most about the bug
         off = [(n, max_abs_diff(g, w)) for n, g, w in reversed(list(zip(returns, got, want))) if not same(g, w)]
         if off:

@@ -9,10 +9,11 @@ beyond 2**31 bytes; one K/V head, n_rep = 1, a batch of one; weights and biases;
 multi-query attention with every mask shape), so that passing it and then losing hidden points means a real bug.
 
 Contract (exercise 7): :func:`check_kv_cache_bytes` (2 · n_layers · n_kv_heads · d_head · seq_len · batch ·
-bytes_per_element, a Python int), :func:`check_repeat_kv` (output head h is input head h // n_rep),
+bytes_per_element, a Python int, exact beyond 2**31), :func:`check_repeat_kv` (output head h is input head h // n_rep),
 :func:`check_grouped_query_attention` (query head h uses K/V head h // (n_heads / n_kv_heads); ValueError for invalid
 head counts), :func:`check_mean_pool_kv` (each group of consecutive heads' blocks averaged, for a weight
-(d_model, n_heads·d_head) or a bias (n_heads·d_head,); ValueError unless n_kv_heads divides n_heads).
+(d_model, n_heads·d_head) or a bias (n_heads·d_head,); ValueError unless n_kv_heads divides n_heads). Tensors come
+back in the dtype of the tensors given, and no input changes.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from manyheads.attention import merge_heads as _merge
 from manyheads.attention import scaled_dot_product_attention as _sdpa
 from manyheads.attention import split_heads as _split
 from manyheads.checks.core import (
+    DTYPE_MESSAGE,
     FormInput,
     call_student,
     check_forms,
@@ -64,6 +66,43 @@ def _as_int32(value: int) -> int:
     return (value + 2**31) % 2**32 - 2**31
 
 
+_OVERFLOW = (
+    "the product overflowed 32-bit integers: an int32 (a tensor or a NumPy number) stops at 2**31 − 1 = "
+    "2,147,483,647, then wraps around or refuses the number; multiply the Python ints you are given, which never "
+    "overflow"
+)
+_RENAMED = (
+    "keep the parameter names and the defaults of the def line: the check calls kv_cache_bytes by position and by "
+    "keyword, as the hidden tests do"
+)
+_FLOAT_HINT = "the arithmetic went through a float (a / or a constant such as 2.0): use only * on the ints"
+
+
+def _run_cache(fn: Callable[..., Any], form: FormInput) -> int:
+    """The answer's int for a form; a crash or a non-int says why where the cause is known (an int32 overflow, a
+    renamed parameter)."""
+    want = _cache(*form.args, **form.kwargs)
+    try:
+        got = call_student(fn, form.what, *form.args, **form.kwargs)
+    except AssertionError as failure:
+        cause = failure.__cause__
+        text = str(cause).lower()
+        if "overflow" in text or "int32" in text:
+            why = f"{_OVERFLOW} ({want:,} bytes here)"
+        elif isinstance(cause, TypeError) and "argument" in text:
+            why = _RENAMED
+        else:
+            raise
+        raise AssertionError(f"{failure}. Likely cause: {why}") from cause
+    if "int32" in str(getattr(got, "dtype", "")):  # an int32 tensor or NumPy number: fits here, not in real caches
+        raise AssertionError(
+            f"{form.what} returned {got!r}, a 32-bit integer, not a Python int: int32 stops at 2**31 − 1 = "
+            "2,147,483,647 and real caches go far beyond it (the product would overflow 32-bit integers); multiply "
+            "the Python ints you are given, which never overflow"
+        )
+    return require_int(got, form.what, _FLOAT_HINT)
+
+
 def _cache_hint(got: Any, args: tuple, passed: set[str]) -> str:
     """Why ``got`` differs from the formula (``passed``: the arguments given), when a known mistake explains it."""
     n_layers, n_kv, d_head, seq, batch, size = args
@@ -79,7 +118,7 @@ def _cache_hint(got: Any, args: tuple, passed: set[str]) -> str:
     if batch != 1 and got == want // batch:
         return "batch is ignored: every sequence of the batch has its own cache"
     if want >= 2**31 and got == _as_int32(want):
-        return "the product overflowed 32-bit integers (int32 wraps beyond 2**31): use Python ints, which never do"
+        return _OVERFLOW
     return "it is 2 · n_layers · n_kv_heads · d_head · seq_len · batch · bytes_per_element bytes"
 
 
@@ -106,16 +145,11 @@ def check_kv_cache_bytes(kv_cache_bytes: Callable[..., int]) -> None:
         passed = set(names[: len(positional)]) | set(given)
         hint = lambda got, args=args, passed=passed: _cache_hint(got, args, passed)  # noqa: E731
         table.append(FormInput(f"kv_cache_bytes({shown})", positional, given, hint))
-    float_hint = "the arithmetic went through a float (a / or a constant such as 2.0): use only * on the ints"
     check_forms(
         kv_cache_bytes,
         table,
         _cache,
-        run=lambda fn, form: require_int(
-            call_student(fn, f"{form.what} (keep the parameter names of the spec)", *form.args, **form.kwargs),
-            form.what,
-            float_hint,
-        ),
+        run=_run_cache,
         wrong_message="{what} returned {got:,}, expected {want:,}: {hint}",
     )
     report_passed("check_kv_cache_bytes")
@@ -130,20 +164,22 @@ def _same_numbers(got: Tensor, want: Tensor) -> bool:
     return torch.equal(got.detach().double(), want.double())
 
 
+def _dtype_failure(name: str, got: Tensor, want: torch.dtype, what: str) -> AssertionError:
+    fields = {"name": name, "kind": "", "got": got.dtype, "want": want, "why": "the dtype of its inputs", "what": what}
+    return AssertionError(DTYPE_MESSAGE.format(**fields))
+
+
 def _run_repeat(fn: Callable, form: FormInput) -> Tensor:
-    """Call the answer on a copy of x; the copy must come back unchanged, the result in x's dtype."""
+    """Call the answer on a copy of x (call_student fails it if the copy changes); the result in x's dtype."""
     x, n_rep = form.args
-    given = x.clone()
-    got = require_tensor("repeat_kv's result", call_student(fn, form.what, given, n_rep))
-    if not torch.equal(given, x):
-        raise AssertionError(
-            f"repeat_kv changed its input x for {form.what}: build a new tensor (repeat_interleave, expand, cat)"
-        )
+    got = require_tensor("repeat_kv's result", call_student(fn, form.what, x.clone(), n_rep))
     if got.dtype != x.dtype:
-        raise AssertionError(
-            f"repeat_kv returned the wrong numbers for {form.what}: {form.hint} (it returned {got.dtype} for {x.dtype})"
-        )
+        raise _dtype_failure("repeat_kv", got, x.dtype, form.what)
     return got
+
+
+# What an axis of x holds, for a result repeated along the wrong one.
+_REPEATED = {0: "the batch (axis 0)", 2: "the positions (axis 2)", 3: "the numbers of each vector, d_head (axis 3)"}
 
 
 def check_repeat_kv(repeat_kv: Callable[[Tensor, int], Tensor]) -> None:
@@ -153,10 +189,17 @@ def check_repeat_kv(repeat_kv: Callable[[Tensor, int], Tensor]) -> None:
     shape_hint = "output head h is input head h // n_rep, so shape (batch, n_kv_heads · n_rep, seq, d_head)"
     first = FormInput("x (2, 3, 4, 5), n_rep=2", (x, 2), hint=shape_hint)
     got = _run_repeat(repeat_kv, first)
-    if tuple(got.shape) == (2, 3, 8, 5):
+    if got.dim() != 4:
         raise AssertionError(
-            "repeat_kv returned shape (2, 3, 8, 5): that repeats the positions; repeat the heads, axis 1 (dim=1)"
+            f"repeat_kv returned shape {tuple(got.shape)} for {first.what}, expected (2, 6, 4, 5): keep x's four "
+            "axes (repeat_interleave without dim= flattens x into one long vector first: pass dim=1)"
         )
+    for axis, holds in _REPEATED.items():
+        if tuple(got.shape) == tuple(2 * n if a == axis else n for a, n in enumerate(x.shape)):
+            raise AssertionError(
+                f"repeat_kv returned shape {tuple(got.shape)} for {first.what}: that repeats {holds}; repeat the "
+                "heads, axis 1 (dim=1)"
+            )
     if tuple(got.shape) == (2, 6, 4, 5) and torch.equal(got, x.repeat(1, 2, 1, 1)):
         raise AssertionError(
             "the heads come out as 0, 1, 2, 0, 1, 2: that tiles the whole block of heads (x.repeat, torch.cat of "
@@ -250,18 +293,10 @@ def _random_mask(*shape: int, seed: int) -> Tensor:
 
 
 def _run_gqa(fn: Callable, what: str, x: Tensor, ws: list[Tensor], n_heads: int, n_kv: int, mask: Tensor | None):
-    """Call the answer on copies (mask by keyword, as the hidden tests pass it); inputs must not change."""
-    inputs = [x, *ws] + ([] if mask is None else [mask])
-    copies = [t.clone() for t in inputs]
-    kwargs = {} if mask is None else {"mask": copies[-1]}
-    result = call_student(fn, what, *copies[:5], n_heads, n_kv, **kwargs)
-    names = ["x", "w_q", "w_k", "w_v", "w_o", "mask"]
-    changed = [n for n, a, b in zip(names, copies, inputs) if a.shape != b.shape or not torch.equal(a, b)]
-    if changed:
-        raise AssertionError(
-            f"grouped_query_attention changed its input {', '.join(changed)} for {what}: never modify the inputs "
-            "in place (w_q /= ..., x *= ..., mask.unsqueeze_(...)); build new tensors instead"
-        )
+    """Call the answer on copies (mask by keyword, as the hidden tests pass it; call_student fails it if one
+    changes)."""
+    kwargs = {} if mask is None else {"mask": mask.clone()}
+    result = call_student(fn, what, x.clone(), *(w.clone() for w in ws), n_heads, n_kv, **kwargs)
     if not isinstance(result, tuple) or len(result) != 2:
         raise AssertionError(
             f"grouped_query_attention should return a tuple (output, weights), got {type(result).__name__}"
@@ -330,6 +365,13 @@ def check_grouped_query_attention(grouped_query_attention: Callable[..., tuple[T
         weights, reference_grouped_query_attention(x, *ws, n_heads, n_kv, ~mask)[1]
     ):
         raise AssertionError("the mask is inverted: True = may attend; set the scores where the mask is False to -inf")
+    unmasked = reference_grouped_query_attention(x, *ws, n_heads, n_kv)[1]
+    if tuple(weights.shape) == tuple(want_w.shape) and close_to(weights, unmasked.masked_fill(~mask, 0.0)):
+        raise AssertionError(
+            "the mask is applied after the softmax: the weights left on the allowed keys no longer sum to 1. Set the "
+            "scores to -inf where the mask is False BEFORE the softmax, which then shares each row among the allowed "
+            "keys"
+        )
     if not (close_to(weights, want_w) and close_to(output, want_out)):
         raise AssertionError(
             "wrong result with a (seq, seq) mask: True = may attend; set the other scores to -inf before the "
@@ -426,7 +468,7 @@ def check_grouped_query_attention(grouped_query_attention: Callable[..., tuple[T
     for b, s, d, h, g, dtype, mask, what, hint in forms:
         xx, wws = _gqa_inputs(b, s, d, h, g, seed=79, dtype=dtype)
         table.append(FormInput(what, (xx, *wws, h, g), {} if mask is None else {"mask": mask}, hint))
-    check_forms(fn, table, reference_grouped_query_attention, run=_run_gqa_form)
+    check_forms(fn, table, reference_grouped_query_attention, returns=("output", "weights"), run=_run_gqa_form)
 
     for b, d, h, g, why in (
         (2, 12, 6, 4, "n_kv_heads=4 does not divide n_heads=6"),
@@ -462,19 +504,10 @@ def _pooled(w: Tensor, n_heads: int, n_kv_heads: int, how: str = "mean") -> Tens
 
 
 def _run_pool(fn: Callable, what: str, w: Tensor, n_heads: int, n_kv: int) -> Tensor:
-    """Call the answer on a copy of w; the copy must come back unchanged, the result in w's dtype."""
-    given = w.clone()
-    got = require_tensor("mean_pool_kv's result", call_student(fn, what, given, n_heads, n_kv))
-    if given.shape != w.shape or not torch.equal(given, w):
-        raise AssertionError(
-            f"mean_pool_kv changed its input w for {what}: never modify the inputs in place (assigning into a view "
-            "of w writes into w); build new tensors (mean returns one)"
-        )
+    """Call the answer on a copy of w (call_student fails it if the copy changes); the result in w's dtype."""
+    got = require_tensor("mean_pool_kv's result", call_student(fn, what, w.clone(), n_heads, n_kv))
     if got.dtype != w.dtype:
-        raise AssertionError(
-            f"wrong result for {what}: expected a {w.dtype} tensor, got {got.dtype} {tuple(got.shape)}: keep the "
-            "dtype of w"
-        )
+        raise _dtype_failure("mean_pool_kv", got, w.dtype, what)
     return got
 
 

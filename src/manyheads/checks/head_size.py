@@ -8,6 +8,7 @@ The graded hidden tests use other, random inputs.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -28,6 +29,7 @@ from manyheads.checks.core import (
     require_int,
     require_tensor,
 )
+from manyheads.checks.subspaces import keeps_dtype
 
 __all__ = [
     "check_head_dim",
@@ -51,17 +53,22 @@ def reference_multi_head_attention(
     return _merge(heads) @ w_o, weights
 
 
-def _as_int(name: str, value: Any) -> int:
-    """An int, or an integer-valued number (64.0, numpy or torch scalars); anything else is an error."""
-    if isinstance(value, bool):
-        raise AssertionError(f"{name} should be an integer, got the bool {value}")
+# What torch and Python say when a size is a float: reshape/view, a slice, range(), torch.chunk.
+_FLOAT_SIZE = re.compile(r"tuple of ints|slice indices must be integers|interpreted as an integer|must be int, not")
+
+
+def _call_sized(fn: Callable[..., Any], what: str, *args: Any, **kwargs: Any) -> Any:
+    """:func:`call_student`, and where the answer crashed on a size that is a float, a message saying why it is one."""
     try:
-        as_float = float(value)
-    except (TypeError, ValueError):
-        raise AssertionError(f"{name} should be an integer, got {type(value).__name__}: {value!r}") from None
-    if not as_float.is_integer():
-        raise AssertionError(f"{name} should be a whole number, got {value!r}")
-    return int(as_float)
+        return call_student(fn, what, *args, **kwargs)
+    except AssertionError as failure:
+        cause = failure.__cause__
+        if isinstance(cause, TypeError) and _FLOAT_SIZE.search(str(cause)):
+            raise AssertionError(
+                f"{failure}. Likely cause: a size computed with /, which gives a float even when it divides "
+                "(12 / 3 is 4.0): d_head = d_model // n_heads"
+            ) from cause
+        raise
 
 
 def _moved_exactly(got: Tensor, want: Tensor) -> bool:
@@ -122,24 +129,29 @@ def check_head_dim(head_dim: Callable[[int, int], int]) -> None:
 
 def check_split_heads(split_heads: Callable[[Tensor, int], Tensor]) -> None:
     """Visible test for exercise 3, part 2: (batch, seq, d_model) → (batch, n_heads, seq, d_head)."""
-    batch, seq, d_model, n_heads = 2, 6, 6, 3
+    batch, seq, d_model, n_heads = 2, 6, 12, 3  # seq ≠ d_model: an answer that reads the wrong axis shows it
+    d_head = d_model // n_heads
     x = fixed_randn(batch, seq, d_model, seed=31)
-    got = require_tensor(
-        "split_heads's result", call_student(split_heads, f"x of shape {(batch, seq, d_model)}, n_heads=3", x, n_heads)
-    )
+    what = f"x of shape {(batch, seq, d_model)}, n_heads=3"
+    got = require_tensor("split_heads's result", _call_sized(split_heads, what, x, n_heads))
     want = _split(x, n_heads)
     if tuple(got.shape) != tuple(want.shape):
-        hint = ""
-        if tuple(got.shape) == (batch, seq, n_heads, 2):
-            hint = ": the head axis must come before the sequence axis, transpose(1, 2)"
-        elif tuple(got.shape) == (batch, n_heads, seq // n_heads, d_model):
-            hint = ": that splits the positions (the sequence axis); split the features, the last axis"
+        hint = {
+            (batch, seq, n_heads, d_head): ": the head axis must come before the sequence axis, transpose(1, 2)",
+            (batch, n_heads, seq // n_heads, d_model): ": that splits the positions (the sequence axis); split the "
+            "features, the last axis",
+            (batch, n_heads, d_model, seq // n_heads): ": the sizes were read from the wrong axes. x is "
+            "(batch, seq, d_model), so d_head = d_model // n_heads comes from its last axis, x.shape[-1]",
+            (batch, n_heads * seq, d_head): ": torch.cat joins the heads along an axis that exists already; "
+            "torch.stack(..., dim=1) puts them on a new head axis",
+        }.get(tuple(got.shape), "")
         raise AssertionError(
             f"split_heads returned shape {tuple(got.shape)}, expected {tuple(want.shape)} "
             f"(batch, n_heads, seq, d_head){hint}"
         )
+    keeps_dtype("split_heads", got, x.dtype, f"float64 {what}")
     if not close_to(got, want):
-        if close_to(got, x.reshape(batch, n_heads, seq, d_model // n_heads)):
+        if close_to(got, x.reshape(batch, n_heads, seq, d_head)):
             raise AssertionError(
                 "the shape is right but the numbers are not: reshaping straight to "
                 "(batch, n_heads, seq, d_head) mixes positions between heads. Reshape to "
@@ -152,7 +164,7 @@ def check_split_heads(split_heads: Callable[[Tensor, int], Tensor]) -> None:
     if not _moved_exactly(got, want):
         raise AssertionError(
             _MOVED_MESSAGE.format(
-                name="split_heads", what="x of shape (2, 6, 6) in float64", diff=max_abs_diff(got, want)
+                name="split_heads", what=f"x of shape {(batch, seq, d_model)} in float64", diff=max_abs_diff(got, want)
             )
         )
 
@@ -175,14 +187,23 @@ def check_merge_heads(merge_heads: Callable[[Tensor], Tensor]) -> None:
     got = require_tensor("merge_heads's result", call_student(merge_heads, "x of shape (2, 3, 5, 4)", x))
     want = _merge(x)
     if tuple(got.shape) != (2, 5, 12):
+        hint = ""
+        if tuple(got.shape) == (2, 15, 4):
+            hint = ": the heads were joined along the sequence axis; join them along the features, the last axis"
         raise AssertionError(
-            f"merge_heads returned shape {tuple(got.shape)}, expected (2, 5, 12) = (batch, seq, n_heads·d_head)"
+            f"merge_heads returned shape {tuple(got.shape)}, expected (2, 5, 12) = (batch, seq, n_heads·d_head){hint}"
         )
+    keeps_dtype("merge_heads", got, x.dtype, "float64 x of shape (2, 3, 5, 4)")
     if not close_to(got, want):
         if close_to(got, x.reshape(2, 5, 12)):
             raise AssertionError(
                 "the shape is right but the numbers are not: move the head axis next to d_head "
                 "first (transpose(1, 2)), then reshape"
+            )
+        if close_to(got, x.permute(0, 2, 3, 1).reshape(2, 5, 12)):
+            raise AssertionError(
+                "the features come out interleaved (head 0's first feature, head 1's first feature, ...): head 0's "
+                "d_head features must come first, so the axes before the reshape are (batch, seq, n_heads, d_head)"
             )
         raise AssertionError(
             f"merge_heads is not the inverse of split_heads (max difference {max_abs_diff(got, want):.3g})"
@@ -211,41 +232,81 @@ def _reference_param_count(d_model: int, n_heads: int, bias: bool = True) -> int
     return 4 * d_model * d_model + (4 * d_model if bias else 0)
 
 
-def _param_count_hint(got: int, d_model: int, bias: bool) -> str:
+def _param_count_hint(got: int, d_model: int, n_heads: int, bias: bool) -> str:
     """Why ``got`` differs from the count, when a known mistake explains it."""
+    d_head, biases = d_model // n_heads, 4 * d_model if bias else 0
     if got == 3 * d_model * d_model + (3 * d_model if bias else 0):
         return "that counts Q, K and V only: the output projection W_o is a (d_model, d_model) matrix too"
     if bias and got == 4 * d_model * d_model:
         return "that leaves out the biases (bias=True is the default): one vector of d_model per projection"
+    if not bias and got == 4 * d_model * d_model + 4 * d_model:
+        return "with bias=False there are no bias vectors: add the 4 · d_model biases only when bias is True"
+    if got == n_heads * 3 * d_head + d_model * d_model + biases:
+        return (
+            "that counts d_head numbers per head in each of W_q, W_k and W_v: a head's slice of W_q is a "
+            "(d_model, d_head) matrix, d_model · d_head numbers"
+        )
+    if got == n_heads * 3 * d_head * d_head + d_model * d_model + biases:
+        return (
+            "that gives each head (d_head, d_head) blocks: a head's slice of W_q reads all d_model features of the "
+            "input, so it is (d_model, d_head)"
+        )
     return "four (d_model, d_model) projections, W_q, W_k, W_v and W_o, each with a bias of d_model when bias is True"
 
 
 def check_mha_param_count(mha_param_count: Callable[..., int]) -> None:
-    """Visible test for exercise 3, part 4: parameters of the four (d_model, d_model) projections, with biases."""
+    """Visible test for exercise 3, part 4: parameters of the four (d_model, d_model) projections, with biases, as
+    an ``int``."""
     table = [
-        FormInput(f"({d}, {h})", (d, h), hint=lambda got, d=d: _param_count_hint(got, d, True))
+        FormInput(f"mha_param_count({d}, {h})", (d, h), hint=lambda got, d=d, h=h: _param_count_hint(got, d, h, True))
         for d, h in ((512, 8), (512, 1), (12, 3))
     ]
     # bias by keyword, as the hidden tests pass it: the parameter must be called bias, as in the spec
     table += [
         FormInput(
-            f"(512, 8, bias={bias}) (keep the parameter name bias)",
+            f"mha_param_count(512, 8, bias={bias}) (keep the parameter name bias)",
             (512, 8),
             {"bias": bias},
-            lambda got, bias=bias: _param_count_hint(got, 512, bias),
+            lambda got, bias=bias: _param_count_hint(got, 512, 8, bias),
         )
         for bias in (False, True)
     ]
+    float_hint = (
+        "count with integer arithmetic (products of ints, and // to divide): d_model / n_heads, like math.pow, "
+        "gives a float even when the result is whole"
+    )
     check_forms(
         mha_param_count,
         table,
         _reference_param_count,
-        run=lambda fn, form: _as_int(
-            "mha_param_count's result", call_student(fn, form.what, *form.args, **form.kwargs)
-        ),
-        wrong_message="mha_param_count{what} returned {got}, expected {want}: {hint}",
+        run=lambda fn, form: require_int(call_student(fn, form.what, *form.args, **form.kwargs), form.what, float_hint),
+        wrong_message="{what} returned {got}, expected {want}: {hint}",
     )
     report_passed("check_mha_param_count")
+
+
+def _mask_diagnosis(weights: Tensor, x: Tensor, w_q: Tensor, w_k: Tensor, n_heads: int, mask: Tensor) -> str:
+    """What is wrong with weights that were right without the mask and are wrong with a causal one."""
+    q, k = _split(x @ w_q, n_heads), _split(x @ w_k, n_heads)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    start = "wrong result with a causal mask (True = may attend)"
+    if close_to(weights, torch.softmax(scores, -1).masked_fill(~mask, 0.0)):
+        return (
+            f"{start}: the mask was applied after the softmax, so the rows no longer sum to 1. Set the masked scores "
+            "to -inf before the softmax, which then shares each row among the keys that may be attended"
+        )
+    if close_to(weights, torch.softmax(scores.masked_fill(~mask, 0.0), -1)):
+        return (
+            f"{start}: the masked scores were set to 0, and a score of 0 still gets weight (exp(0) = 1): set them "
+            'to -inf, float("-inf")'
+        )
+    if bool(weights.detach().isnan().any()):
+        return (
+            f"{start}: the weights hold nan, as they do where a query has every key masked. With a causal mask that "
+            "happens only if the mask is read the wrong way round: masked_fill fills where its condition is True, so "
+            "fill where the mask is False (~mask)"
+        )
+    return f"{start}: set the scores where the mask is False to -inf before the softmax (the same mask for every head)"
 
 
 def check_multi_head_attention(multi_head_attention: Callable[..., tuple[Tensor, Tensor]]) -> None:
@@ -254,7 +315,7 @@ def check_multi_head_attention(multi_head_attention: Callable[..., tuple[Tensor,
     x = fixed_randn(batch, seq, d_model, seed=33)
     w_q, w_k, w_v, w_o = (fixed_randn(d_model, d_model, seed=34 + i) for i in range(4))
     shapes = f"x {(batch, seq, d_model)}, weights ({d_model}, {d_model}), n_heads={n_heads}"
-    result = call_student(multi_head_attention, shapes, x, w_q, w_k, w_v, w_o, n_heads)
+    result = _call_sized(multi_head_attention, shapes, x, w_q, w_k, w_v, w_o, n_heads)
     if not isinstance(result, tuple) or len(result) != 2:
         raise AssertionError(
             f"multi_head_attention should return a tuple (output, weights), got {type(result).__name__}"
@@ -268,6 +329,8 @@ def check_multi_head_attention(multi_head_attention: Callable[..., tuple[Tensor,
         )
     if tuple(output.shape) != tuple(want_out.shape):
         raise AssertionError(f"output has shape {tuple(output.shape)}, expected {tuple(want_out.shape)}")
+    for name, tensor in (("output", output), ("weights", weights)):
+        keeps_dtype("multi_head_attention", tensor, x.dtype, f"float64 {shapes}", returned=name)
     if not close_to(weights.sum(-1), torch.ones(batch, n_heads, seq, dtype=torch.float64)):
         raise AssertionError("each row of weights should sum to 1: softmax over the keys, the last axis (dim=-1)")
     if not close_to(weights, want_w):
@@ -305,14 +368,9 @@ def check_multi_head_attention(multi_head_attention: Callable[..., tuple[Tensor,
         mask=mask,
     )
     want_out, want_w = reference_multi_head_attention(x, w_q, w_k, w_v, w_o, n_heads, mask)
-    if not (
-        close_to(require_tensor("weights", result[1]), want_w)
-        and close_to(require_tensor("output", result[0]), want_out)
-    ):
-        raise AssertionError(
-            "wrong result with a causal mask: True = may attend; set the other scores to -inf "
-            "before the softmax (the same mask for every head)"
-        )
+    weights = require_tensor("weights", result[1])
+    if not (close_to(weights, want_w) and close_to(require_tensor("output", result[0]), want_out)):
+        raise AssertionError(_mask_diagnosis(weights, x, w_q, w_k, n_heads, mask))
 
     # Every other form the spec allows: a batch of one, one head, heads of width 1, float32, and masks of every
     # rank that broadcasts to (batch, n_heads, seq, seq). (A per-sequence mask must come as (batch, 1, seq, seq):

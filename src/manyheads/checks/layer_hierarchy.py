@@ -10,7 +10,7 @@ losing hidden points means a real bug.
 Contract (exercise 6): :func:`check_mean_attention_distance` (Σ_j w_ij·|i − j| averaged over queries and batch, per
 head), :func:`check_induction_score` (mean weight of the second copy's queries i on key i − half + 1, per head;
 ValueError unless seq = 2·half + 1), :func:`check_attention_rollout` (A_{L−1} @ … @ A_0 with
-A_l = 0.5·mean over heads + 0.5·I).
+A_l = 0.5·mean over heads + 0.5·I). Every result is in the dtype of ``weights``, which must not change.
 """
 
 from __future__ import annotations
@@ -46,15 +46,9 @@ def _attention(*shape: int, seed: int, causal: bool = False, sharpness: float = 
 
 
 def _run(fn: Callable[..., Any], what: str, weights: Tensor, *args: Any) -> Tensor:
-    """Call the answer on a copy of ``weights``; the result must be a tensor and the weights must not change."""
-    given = weights.clone()
-    got = require_tensor(f"{fn.__name__}'s result", call_student(fn, what, given, *args))
-    if not torch.equal(given, weights):
-        raise AssertionError(
-            f"{fn.__name__} changed its input weights for {what}: never modify the inputs in place (operations such "
-            "as *=, add_() or assigning into weights[...] do); build new tensors instead"
-        )
-    return got
+    """Call the answer on a copy of ``weights`` (call_student fails it if the copy changes); the result must be a
+    tensor."""
+    return require_tensor(f"{fn.__name__}'s result", call_student(fn, what, weights.clone(), *args))
 
 
 def _shape(name: str, got: Tensor, want: tuple[int, ...], what: str, hint: str) -> None:
@@ -380,7 +374,7 @@ def check_attention_rollout(attention_rollout: Callable[[Tensor], Tensor]) -> No
         shape_message="{name} returned shape {got} for {what}, expected {want}: (batch, seq, seq): keep the batch "
         "axis even for a batch of one or a single token (no squeeze)",
         wrong_message="wrong rollout for {what} (off by up to {diff:.3g}): A_l = 0.5 · (mean over heads of "
-        "weights[l]) + 0.5 · I for every layer, multiplied as A_{{L−1}} @ … @ A_0, in the weights' dtype or wider "
+        "weights[l]) + 0.5 · I for every layer, multiplied as A_{{L−1}} @ … @ A_0, in the weights' dtype "
         "(torch.eye(seq) alone is float32)",
     )
     report_passed("check_attention_rollout")

@@ -22,6 +22,21 @@ callable object or the course's function itself), or any function of the student
   hidden tests see the rule; the part's test fails with ``OwnWorkError`` and nbgrader gives it no points.
 * In the visible checks (:func:`manyheads.checks.core.call_student`), :func:`answering` applies the same rule while
   the check calls the student's function, so a student learns it in Colab before submitting.
+* Library routines a part's text rules out and lists by name (``CodePart.forbidden``: for exercise 1's softmax,
+  ``torch.softmax``, ``torch.nn.functional.softmax``, ``Tensor.softmax``, ``torch.nn.Softmax``, the log-softmax
+  ones, …) are refused the same way, with one difference: only where the *student's own code* calls them (the
+  frame that calls the routine, past ``nn.Module``'s call machinery, is the notebook's), so that the package,
+  torch itself and the checks keep using them, and a library function that happens to use one inside is not
+  refused (the grader flags such ways around for a human: ``manyheads_grader.review.own_work``). A routine written
+  in Python (``torch.nn.functional.softmax``, ``torch.nn.Softmax.forward``) is guarded in place like the course's
+  functions; a builtin (``torch.softmax``, ``torch.Tensor.softmax``) is replaced on its owner (the module, or the
+  ``torch.Tensor`` class) by a thin Python stand-in that calls it. The stand-ins are set before any cell when
+  grading; in Colab at the first check, which also rebinds the notebook's names still bound to a builtin (``from
+  torch import softmax`` in a cell above), though not one held inside a ``functools.partial``, a default argument or
+  a closure made before that check (the grader still refuses those). Stand-ins stay for the rest of the session;
+  their cost is one Python call (about 0.5 µs) with no rule in force, a few µs for the package's calls under the
+  grading rule, and about 25 µs for a call from the student's code while it holds; code that scripts
+  ``torch.softmax`` with ``torch.jit`` after a check has run would see the stand-in (the course does not).
 * The grader reads the evidence back from the graded notebook and looks in the student's cells for the ways
   around the rule that a guard in the same process cannot close (``manyheads_grader.review.own_work``, which reads the
   :data:`MARKER` lines this module writes). ``instructors/grading.md`` lists them.
@@ -98,10 +113,27 @@ _graded_parts: list[CodePart] = []  # the graded exercise's parts (they also los
 _trampolines: dict[types.CodeType, _Dispatch] = {}  # trampoline code -> its dispatch (the targets it answers to)
 _wanted_modules: set[str] = set()  # modules with targets: guarded on import and on reload
 _suspended = threading.local()  # suspended().depth > 0: the checks' rule is off (never the grading rule)
+_stand_ins: dict[int, tuple[Any, Any]] = {}  # id(a builtin route) -> (the builtin, its stand-in)
 
 
 def _targets(part: CodePart) -> tuple[str, ...]:
     return part.computed_by
+
+
+def _routes(part: CodePart) -> tuple[str, ...]:
+    return part.forbidden
+
+
+ROUTES = frozenset(r for ex in EXERCISES for p in ex.code_parts for r in _routes(p))  # every library route
+
+
+def _modules_of(target: str) -> set[str]:
+    """The modules whose import guards ``target``: a route's every dotted prefix (``torch``, ``torch.nn``, … ; which
+    of them is a module is known only once torch is imported), a course function's own module."""
+    if target in ROUTES:
+        parts = target.split(".")
+        return {".".join(parts[:i]) for i in range(1, len(parts))}
+    return {_split(target)[0]}
 
 
 def _split(target: str) -> tuple[str, str]:
@@ -121,15 +153,18 @@ def _exercise_of_check(check: str) -> tuple[Exercise, CodePart] | None:
 # guarding functions in place
 
 
-def _trampoline_code(dispatch: Callable[..., Any], original: types.CodeType) -> types.CodeType:
+def _template(*args, **kwargs):
+    return "DISPATCH".__call__(args, kwargs)
+
+
+def _trampoline_code(dispatch: Callable[..., Any], original: types.CodeType | None, name: str = "") -> types.CodeType:
     """Code that calls ``dispatch(args, kwargs)``; it carries the original's name and place, so tracebacks and
-    ``inspect.getsource`` still point at the package's source."""
-
-    def template(*args, **kwargs):
-        return "DISPATCH".__call__(args, kwargs)
-
-    code = template.__code__
+    ``inspect.getsource`` still point at the package's source. Without an original (a builtin's stand-in), the code
+    is this module's, named ``name``."""
+    code = _template.__code__
     consts = tuple(dispatch if c == "DISPATCH" else c for c in code.co_consts)
+    if original is None:
+        return code.replace(co_consts=consts, co_name=name, co_qualname=name)
     return code.replace(
         co_consts=consts,
         co_name=original.co_name,
@@ -149,8 +184,8 @@ class _Dispatch:
         self.targets, self._run = [target], run
 
     def __call__(self, args: tuple, kwargs: dict) -> Any:
-        if _checking or any(_standing.get(t) for t in self.targets):  # else (the book, Colab outside a check): free
-            _refuse_unless_own_work(self.targets)
+        if _checking or (_standing and any(_standing.get(t) for t in self.targets)):  # else (the book): free
+            _refuse_unless_own_work(self.targets, sys._getframe(1))
         return self._run(*args, **kwargs)
 
 
@@ -216,8 +251,11 @@ def _guard_module(module: types.ModuleType) -> None:
     """Guard every target that lives in ``module`` (called when it is imported, reloaded, or already there)."""
     name = module.__name__
     with _lock:
-        targets = {t for t in _standing if _split(t)[0] == name}
-        targets |= {t for ts, _ in _checking for t in ts if _split(t)[0] == name}
+        targets = {t for t in _standing if t not in ROUTES and _split(t)[0] == name}
+        targets |= {t for ts, _ in _checking for t in ts if t not in ROUTES and _split(t)[0] == name}
+        routes = {
+            t for t in [*_standing, *(t for ts, _ in _checking for t in ts)] if t in ROUTES and name in _modules_of(t)
+        }
         if name.startswith(CHECKS_PREFIX) and _graded_parts:
             for target in _references(module):
                 targets.add(target)
@@ -229,6 +267,59 @@ def _guard_module(module: types.ModuleType) -> None:
             obj = getattr(module, _split(target)[1], None)
             if obj is not None:
                 _guard_object(obj, target)
+        for route in sorted(routes):
+            _guard_route(route)
+
+
+def _resolve(route: str) -> tuple[Any, str, Any] | None:
+    """(owner, attribute, object) that the dotted ``route`` names, from the longest prefix already imported;
+    None while it is not (it is guarded when its module loads)."""
+    parts = route.split(".")
+    for cut in range(len(parts) - 1, 0, -1):
+        owner = sys.modules.get(".".join(parts[:cut]))
+        if owner is None:
+            continue
+        for attribute in parts[cut:-1]:
+            owner = getattr(owner, attribute, None)
+        obj = getattr(owner, parts[-1], None) if owner is not None else None
+        return (owner, parts[-1], obj) if obj is not None else None
+    return None
+
+
+def _guard_route(route: str) -> None:
+    """Guard the library routine ``route``: a Python function in place, an ``nn.Module`` class's ``forward`` in
+    place, a builtin by a stand-in on its owner (set once; the stand-in's code is a trampoline too)."""
+    found = _resolve(route)
+    if found is None:
+        return
+    owner, attribute, obj = found
+    if isinstance(obj, type):  # torch.nn.Softmax: calling an instance runs its forward
+        _guard_function(obj.forward, route)
+    elif isinstance(_innermost(obj), types.FunctionType):  # F.softmax, or the stand-in set here before
+        _guard_function(obj, route)
+    elif callable(obj):  # a builtin (torch.softmax, Tensor.softmax's method descriptor)
+        dispatch = _Dispatch(route, obj)
+        code = _trampoline_code(dispatch, None, attribute)
+        stand_in = types.FunctionType(code, globals(), attribute)
+        stand_in.__qualname__ = getattr(obj, "__qualname__", attribute)
+        stand_in.__doc__ = getattr(obj, "__doc__", None)
+        stand_in.__module__ = getattr(owner, "__name__", None) or getattr(owner, "__module__", None)
+        _trampolines[code] = dispatch
+        _stand_ins[id(obj)] = (obj, stand_in)
+        setattr(owner, attribute, stand_in)
+
+
+def _rebind_builtins(fn: Any) -> None:
+    """Names that the answer's namespace (the notebook's) bound to a builtin route before its stand-in was set
+    (``from torch import softmax`` in a cell above the first check) now name the stand-in: it calls the same
+    builtin. The grading kernel sets the stand-ins before any cell, so this only matters in a visible check."""
+    spaces = [getattr(_innermost(code_owner), "__globals__", None) for code_owner in (fn, getattr(fn, "func", None))]
+    spaces.append(_notebook_namespace())
+    for namespace in {id(ns): ns for ns in spaces if isinstance(ns, dict)}.values():
+        for name, value in list(namespace.items()):
+            found = _stand_ins.get(id(value))
+            if found is not None and found[0] is value:
+                namespace[name] = found[1]
 
 
 class _Loader:  # the loader protocol (no importlib.abc: the kernel's start-up stays light)
@@ -294,13 +385,13 @@ def require_own_work(stem: str) -> bool:
         return False
     with _lock:
         for part in ex.code_parts:
-            for target in _targets(part):
+            for target in (*_targets(part), *_routes(part)):
                 rules = _standing.setdefault(target, [])
                 if all(r.part != part for r in rules):
                     rules.append(_Rule(part))
             if part not in _graded_parts:
                 _graded_parts.append(part)
-    _watch({_split(t)[0] for p in ex.code_parts for t in _targets(p)})
+    _watch({m for p in ex.code_parts for t in (*_targets(p), *_routes(p)) for m in _modules_of(t)})
     return True
 
 
@@ -341,18 +432,20 @@ def answering(fn: Any, part: CodePart | None = None) -> Iterator[None]:
     if part is None:
         found = _running_check()
         part, module = found if found else (None, None)
-    if part is None or not _targets(part):
+    if part is None or not (_targets(part) or _routes(part)):
         yield
         return
-    targets = set(_targets(part)) | set(_references(module) if module is not None else ())
+    targets = set(_targets(part)) | set(_routes(part)) | set(_references(module) if module is not None else ())
     entry = (frozenset(targets), _Rule(part, fn))
     with _lock:
         _checking.append(entry)
     try:
-        _watch({_split(t)[0] for t in targets})
+        _watch({m for t in targets for m in _modules_of(t)})
+        if _routes(part):
+            _rebind_builtins(fn)
         guarded = [t for c in _codes(fn) if c in _trampolines for t in _trampolines[c].targets if t in targets]
         if guarded:
-            _refuse(part, guarded[0], "your answer is the course's function itself", None)
+            _refuse(part, guarded[0], None, itself=True)
         yield
     finally:
         with _lock:
@@ -398,20 +491,42 @@ def _library_dirs() -> tuple[str, ...]:
 _LIBRARIES = _library_dirs()
 
 
+_FILE_KINDS: dict[str, bool] = {}  # file name -> student's? (a library route asks on every call while a rule holds)
+
+
 def _is_students(code: types.CodeType) -> bool:
     """Code from the notebook (or any file that is neither the package nor an installed library)."""
     name = code.co_filename
-    if name.startswith(("<frozen", "<built-in")):
-        return False
-    path = os.path.abspath(name) if not name.startswith("<") else name
-    return not path.startswith(PACKAGE_DIR + os.sep) and not path.startswith(_LIBRARIES)
+    found = _FILE_KINDS.get(name)
+    if found is None:
+        if name.startswith(("<frozen", "<built-in")):
+            found = False
+        else:
+            path = os.path.abspath(name) if not name.startswith("<") else name
+            found = not path.startswith(PACKAGE_DIR + os.sep) and not path.startswith(_LIBRARIES)
+        if len(_FILE_KINDS) < 10_000:
+            _FILE_KINDS[name] = found
+    return found
 
 
-def _stacks() -> list[types.FrameType]:
-    """The frames of this thread and, if this is another thread, of the main thread (an answer that hands the call
-    to a thread still waits in the main thread)."""
+# The frames between the code that calls an nn.Module and its forward (torch's call machinery, not a caller)
+_MODULE_CALL = frozenset({"_call_impl", "_wrapped_call_impl"})
+# Modules whose frames run what another thread handed over (pool.submit(torch.softmax, ...)): the caller is there
+_HANDED_OVER = frozenset({"threading", "concurrent.futures.thread"})
+
+
+def _entry_caller(frame: types.FrameType) -> types.FrameType | None:
+    """The frame that called the guarded routine whose trampoline runs in ``frame``, past nn.Module's machinery."""
+    caller = frame.f_back
+    while caller is not None and caller.f_code.co_name in _MODULE_CALL and not _is_students(caller.f_code):
+        caller = caller.f_back
+    return caller
+
+
+def _stacks(frame: types.FrameType | None) -> list[types.FrameType]:
+    """The frames of this thread from ``frame`` (the trampoline's) out and, if this is another thread, of the main
+    thread (an answer that hands the call to a thread still waits in the main thread)."""
     frames = []
-    frame = sys._getframe(3)  # the trampoline's frame: _stacks <- _refuse_unless_own_work <- _Dispatch <- trampoline
     while frame is not None:
         frames.append(frame)
         frame = frame.f_back
@@ -429,13 +544,20 @@ def _notebook_namespace() -> dict:
     return getattr(main, "__dict__", {}) if main is not None else {}
 
 
-def _refuse_unless_own_work(targets: list[str]) -> None:
-    """Raise if the function guarded under ``targets`` is called by the answer of a part that must not use it.
+def _refuse_unless_own_work(targets: list[str], frame: types.FrameType) -> None:
+    """Raise if the function guarded under ``targets`` (its trampoline runs in ``frame``) is called by the answer of
+    a part that must not use it.
 
     The answer that counts is the *outermost* one on the stack: the one the running test (or check) called. So a
     part may use what another part must not (``multi_head_attention`` calling ``mh.split_heads``, even through a
-    ``split_heads = mh.split_heads`` of the student's), and that other part's own test still refuses it.
+    ``split_heads = mh.split_heads`` of the student's), and that other part's own test still refuses it. A library
+    route counts only where the student's own code calls it (or the answer *is* the routine).
     """
+    if all(t in ROUTES for t in targets):
+        caller = _entry_caller(frame)
+        handed = caller is not None and caller.f_globals.get("__name__") in _HANDED_OVER
+        if caller is None or not (_is_students(caller.f_code) or handed):
+            return  # the package, torch or a check calls it: theirs to use
     with _lock:
         checking = list(_checking)
         graded = list(_graded_parts)
@@ -446,25 +568,25 @@ def _refuse_unless_own_work(targets: list[str]) -> None:
     namespace = _notebook_namespace() if graded else {}
     answers = [(r.part, _codes(r.entry), t) for r, t in checked]
     answers += [(p, _codes(namespace.get(p.function)), standing.get(p)) for p in graded]
-    frames = _stacks()
+    frames = _stacks(frame)
     for i in reversed(range(len(frames))):  # outermost first
         code = frames[i].f_code
         caller = frames[i + 1].f_code if i + 1 < len(frames) else None
         if code in _trampolines and caller is not None and not _is_students(caller):
             continue  # the course's function called by the package itself (MultiHeadAttention → split_heads)
-        running = [  # (part, the target it must not use, or None)
-            (part, forbidden)
+        running = [  # (part, the target it must not use or None, the answer's codes)
+            (part, forbidden, codes)
             for part, codes, forbidden in answers
             if code in codes or (code.co_name == part.function and _is_students(code))
         ]
         if not running:
             continue
-        part, target = next(((p, t) for p, t in running if t), (None, None))
+        part, target, codes = next(((p, t, c) for p, t, c in running if t), (None, None, None))
         if part is None:
             return
-        if code in _trampolines:
-            _refuse(part, target, "your answer is the course's function itself", None)
-        _refuse(part, target, f"called while your {part.function} runs", _student_line(frames))
+        if code in _trampolines or (not _is_students(code) and any(c in _trampolines for c in codes)):
+            _refuse(part, target, None, itself=True)  # the answer is the guarded function (or an instance of it)
+        _refuse(part, target, _student_line(frames))
 
 
 def _student_line(frames: list[types.FrameType]) -> str | None:
@@ -485,12 +607,21 @@ def _short(target: str) -> str:
     return target
 
 
-def _refuse(part: CodePart, target: str, how: str, where: str | None) -> None:
-    message = (
-        f"{part.function}: your answer uses {_short(target)}, the course's own implementation of this part "
-        f"({how}{'; ' + where if where else ''}). Answers must be your own work: write the computation yourself. "
-        "This part gets no points while the answer calls it."
-    )
+def _refuse(part: CodePart, target: str, where: str | None, itself: bool = False) -> None:
+    if target in _routes(part):
+        how = f"your answer is {target} itself" if itself else f"called while your {part.function} runs"
+        message = (
+            f"{part.function}: your answer calls {target}, a library routine that this part rules out "
+            f"({how}{'; ' + where if where else ''}). The part asks you to compute it yourself, and its text lists "
+            "the routines it does not allow. This part gets no points while the answer calls it."
+        )
+    else:
+        how = "your answer is the course's function itself" if itself else f"called while your {part.function} runs"
+        message = (
+            f"{part.function}: your answer uses {_short(target)}, the course's own implementation of this part "
+            f"({how}{'; ' + where if where else ''}). Answers must be your own work: write the computation yourself. "
+            "This part gets no points while the answer calls it."
+        )
     if _standing:  # grading: a line in the cell's output, kept even if the answer catches the error
         try:
             sys.stderr.write(f"{MARKER} {part.test_id} {message}\n")
@@ -505,10 +636,14 @@ def rule_paragraph(ex: Exercise, width: int = 115) -> str:
 
     if not ex.code_parts:  # graded by hand (the capstone): the package is a tool here, the words are the work
         return textwrap.fill(OWN_WORK_WRITTEN, width=width, break_long_words=False, break_on_hyphens=False)
-    parts = [
-        f"`{p.function}` must not call {' or '.join(f'`{_short(t)}`' for t in _targets(p))}"
-        for p in ex.code_parts
-        if _targets(p)
-    ]
+    parts = []
+    for p in ex.code_parts:
+        if _targets(p):
+            parts.append(f"`{p.function}` must not call {' or '.join(f'`{_short(t)}`' for t in _targets(p))}")
+        if _routes(p):
+            parts.append(
+                f"`{p.function}` must not call the library routines its part rules out "
+                f"({', '.join(f'`{t}`' for t in _routes(p))})"
+            )
     text = OWN_WORK_RULE + (f" In this exercise: {'; '.join(parts)}." if parts else "")
     return textwrap.fill(text, width=width, break_long_words=False, break_on_hyphens=False)

@@ -34,10 +34,29 @@ from manyheads.checks.core import (
 __all__ = ["check_softmax", "check_scaled_dot_product_attention", "check_attention_entropy"]
 
 
+def _dropped_axis(exc: AssertionError) -> AssertionError | None:
+    """The student's function failed with a size mismatch: name the likely cause, a reduction without keepdim."""
+    cause = exc.__cause__
+    if not (isinstance(cause, RuntimeError) and "must match the size" in str(cause)):
+        return None
+    return AssertionError(
+        f"{exc}. Likely cause: a max or sum over the last axis without keepdim=True drops that axis, so the "
+        "subtraction or division that follows no longer goes row by row"
+    )
+
+
 def check_softmax(softmax: Callable[[Tensor], Tensor]) -> None:
-    """Visible test for exercise 1, part 1: ``softmax(scores)`` over the last axis, stable, with -inf entries."""
+    """Visible test for exercise 1, part 1: ``softmax(scores)`` over the last axis, stable, with -inf entries; it
+    leaves ``scores`` as it was and keeps its dtype. Torch's own softmax routines are refused by the own-work rule
+    (``CodePart.forbidden``), with ``OwnWorkError``."""
     scores = fixed_randn(2, 3, 5, seed=1) * 3
-    weights = require_tensor("softmax's result", call_student(softmax, "scores of shape (2, 3, 5)", scores))
+    try:
+        weights = require_tensor("softmax's result", call_student(softmax, "scores of shape (2, 3, 5)", scores))
+    except AssertionError as exc:
+        better = _dropped_axis(exc)
+        if better is None:
+            raise
+        raise better from exc.__cause__  # the student's error stays the cause: the message shows their line
     if tuple(weights.shape) != (2, 3, 5):
         raise AssertionError(f"softmax returned shape {tuple(weights.shape)} but should keep the shape (2, 3, 5)")
     if weights.dtype != scores.dtype:  # float64 scores are graded to float64 precision
@@ -108,6 +127,12 @@ def check_softmax(softmax: Callable[[Tensor], Tensor]) -> None:
             "softmax is wrong on float32 scores (rows near 800, 0 and -900, some -inf): keep the "
             "computation in the input's dtype (a constant such as -1e300 does not fit in float32)"
         )
+    if weights.dtype != torch.float32:
+        raise AssertionError(
+            f"softmax returned {weights.dtype} weights for float32 scores: the weights must have the scores' dtype "
+            "(float32 in, float32 out). Likely cause: a .double() on the way, or a tensor made without "
+            "dtype=scores.dtype"
+        )
     report_passed("check_softmax")
 
 
@@ -176,6 +201,12 @@ def check_scaled_dot_product_attention(attention: Callable[..., tuple[Tensor, Te
             raise AssertionError(
                 "the mask is inverted: True means 'may attend' (as in torch's scaled_dot_product_attention), so set "
                 "the scores to -inf where the mask is False: scores.masked_fill(~mask, float('-inf'))"
+            )
+        if close_to(w, _reference_attention(q, k, v)[1].masked_fill(~mask, 0.0)):
+            raise AssertionError(
+                "the mask is applied after the softmax: the masked weights are 0, but each row no longer sums to 1. "
+                "Put -inf into the scores where the mask is False *before* the softmax, so that the softmax "
+                "shares each query's weight among the keys it may attend to"
             )
         if torch.isnan(weights).any() or (w[..., ~mask].abs() > ATOL).any():
             raise AssertionError("with a mask, keys where the mask is False must get weight exactly 0 (and no NaN)")

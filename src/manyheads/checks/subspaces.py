@@ -2,7 +2,9 @@
 
 Each ``check_*`` takes the student's function, runs it on small fixed inputs and prints a one-line success message
 or raises ``AssertionError`` naming the likely bug; an unanswered stub's ``NotImplementedError`` goes through
-unchanged. The hidden tests that grade the exercise use other inputs.
+unchanged. The hidden tests that grade the exercise use other inputs. The circuits and scores keep their inputs'
+dtype (core's rule); the principal angles are float64 whatever the inputs' dtype, as the part's spec says, because
+only double precision resolves a small angle from its cosine.
 
 :func:`check_qk_circuits`, :func:`check_head_scores`, :func:`check_principal_angles`.
 """
@@ -16,6 +18,7 @@ import torch
 from torch import Tensor
 
 from manyheads.checks.core import (
+    DTYPE_MESSAGE,
     FormInput,
     call_student,
     check_forms,
@@ -50,6 +53,15 @@ def _reference_angles(a: Tensor, b: Tensor) -> Tensor:
     return torch.arccos(torch.linalg.svdvals(qa.T @ qb).clamp(0.0, 1.0)).sort().values
 
 
+def keeps_dtype(name: str, got: Tensor, dtype: torch.dtype, what: str, returned: str = "result") -> None:
+    """The dtype rule on a check's first input, before the diagnoses that compare numbers (check_forms applies it to
+    the other forms). ``returned`` names the tensor where a function returns several."""
+    if got.dtype != dtype:
+        kind = "" if returned == "result" else f"{returned} as "
+        fields = {"name": name, "kind": kind, "got": got.dtype, "want": dtype, "what": what}
+        raise AssertionError(DTYPE_MESSAGE.format(**fields, why="the dtype of its inputs"))
+
+
 def check_qk_circuits(qk_circuits: Callable[[Tensor, Tensor, int], Tensor]) -> None:
     """Visible test for exercise 2, part 1: ``qk_circuits(w_q, w_k, n_heads)`` → (n_heads, d_model, d_model)."""
     d_model, n_heads = 6, 3
@@ -62,6 +74,12 @@ def check_qk_circuits(qk_circuits: Callable[[Tensor, Tensor, int], Tensor]) -> N
         raise AssertionError(
             f"qk_circuits returned shape {tuple(got.shape)} but should return one (d_model, d_model) matrix per head, "
             f"{(n_heads, d_model, d_model)}: M_h = W_q^h (W_k^h)ᵀ with W^h the columns of head h"
+        )
+    keeps_dtype("qk_circuits", got, w_q.dtype, "float64 w_q and w_k of shape (6, 6)")
+    if close_to(got, want / math.sqrt(d_model // n_heads)):
+        raise AssertionError(
+            "the circuits are divided by √d_head: M_h = W_q^h (W_k^h)ᵀ has no scale; the 1/√d_head belongs to the "
+            "scores (Part 2)"
         )
     if close_to(got, (w_q @ w_k.T).expand(n_heads, -1, -1)):
         raise AssertionError("every head got the full w_q @ w_kᵀ: keep only head h's columns of w_q and w_k")
@@ -122,6 +140,7 @@ def check_head_scores(head_scores: Callable[[Tensor, Tensor, Tensor, int], Tenso
             f"head_scores returned shape {tuple(got.shape)} but should be (batch, n_heads, seq_q, seq_k) = "
             f"{(batch, n_heads, seq, seq)}"
         )
+    keeps_dtype("head_scores", got, x.dtype, "float64 x (2, 5, 8), w_q and w_k (8, 8)")
     d_head = d_model // n_heads
     if close_to(got, want * math.sqrt(d_head)):
         raise AssertionError("the scores are not scaled: divide by √d_head (the head's own width, not d_model)")
@@ -129,6 +148,11 @@ def check_head_scores(head_scores: Callable[[Tensor, Tensor, Tensor, int], Tenso
         raise AssertionError("the scores are divided by √d_model: each head divides by √d_head = √(d_model / n_heads)")
     if close_to(got, want.transpose(-2, -1)):
         raise AssertionError("queries and keys are swapped: rows are queries (x @ w_q), columns are keys (x @ w_k)")
+    if close_to(got, _reference_scores(x, w_q.T, w_k.T, n_heads)):
+        raise AssertionError(
+            "the projections are applied as x @ w_q.T: here they are x @ w_q and x @ w_k (it is nn.Linear that "
+            "stores its weight transposed, not these matrices)"
+        )
     if not close_to(got, want):
         raise AssertionError(
             f"head_scores differs from the reference by up to {max_abs_diff(got, want):.3g}. Did you transpose "
@@ -182,13 +206,42 @@ def check_head_scores(head_scores: Callable[[Tensor, Tensor, Tensor, int], Tenso
     report_passed("check_head_scores")
 
 
+_FLOAT64_WHY = (
+    "the spec asks for float64 whatever the inputs' dtype: compute in double precision (a.double(), b.double() "
+    "first). The cosine of a small angle sits next to 1, where float32 cannot tell 1e-4 rad from 0"
+)
+
+
+def _angles_in_float64(principal_angles: Callable[[Tensor, Tensor], Tensor], form: FormInput) -> Tensor:
+    """The student's angles for one form, which must be a float64 tensor (the part's dtype rule)."""
+    result = call_student(principal_angles, form.what, *form.args)
+    if isinstance(result, tuple) and hasattr(result, "values") and hasattr(result, "indices"):
+        raise AssertionError(
+            f"principal_angles returned the (values, indices) pair of a sort for {form.what}: return its .values"
+        )
+    got = require_tensor("principal_angles' result", result)
+    if got.dtype != torch.float64:
+        raise AssertionError(f"principal_angles returned {got.dtype} for {form.what}; {_FLOAT64_WHY}")
+    return got
+
+
+def _at_angles(d: int, angles: list[float], seed: int) -> tuple[Tensor, Tensor]:
+    """Bases (d, k) of two subspaces at the given principal angles, neither orthonormal."""
+    k, theta = len(angles), torch.tensor(angles, dtype=torch.float64)
+    u, w = torch.eye(d, dtype=torch.float64)[:, :k], torch.eye(d, dtype=torch.float64)[:, k : 2 * k]
+    return u @ fixed_randn(k, k, seed=seed), (u * torch.cos(theta) + w * torch.sin(theta)) @ fixed_randn(
+        k, k, seed=seed + 1
+    )
+
+
 def check_principal_angles(principal_angles: Callable[[Tensor, Tensor], Tensor]) -> None:
-    """Visible test for exercise 2, part 3: ``principal_angles(a, b)`` in radians, ascending, min(p, q) of them."""
+    """Visible test for exercise 2, part 3: ``principal_angles(a, b)`` in radians, ascending, min(p, q) of them,
+    float64 whatever the inputs' dtype."""
     e = torch.eye(4, dtype=torch.float64)
     t = 0.5
     a = torch.stack([3.0 * e[:, 0], e[:, 0] + 2.0 * e[:, 1]], dim=1)  # span{e0, e1}, not orthonormal
     b = torch.stack([math.cos(t) * e[:, 0] + math.sin(t) * e[:, 2], e[:, 1] + e[:, 3]], dim=1)
-    got = require_tensor("principal_angles' result", call_student(principal_angles, "a (4, 2) and b (4, 2)", a, b))
+    got = _angles_in_float64(principal_angles, FormInput("a (4, 2) and b (4, 2)", (a, b)))
     want = _reference_angles(a, b)
     if tuple(got.shape) != (2,):
         raise AssertionError(
@@ -206,33 +259,43 @@ def check_principal_angles(principal_angles: Callable[[Tensor, Tensor], Tensor])
             "The columns of a and b are not orthonormal: orthonormalise them first (torch.linalg.qr), "
             "then take the SVD of Qaᵀ Qb"
         )
-    # The other forms the hidden tests use: the same subspace in another basis, orthogonal subspaces, the wider
-    # subspace first (p > q), the arguments in either order, float32 (to 2e-3: its arccos is coarse near 0).
+    # The other forms the hidden tests use: the same subspace in another basis (twice: rounding may push a cosine
+    # above 1, where arccos gives nan), orthogonal subspaces, the wider subspace first (p > q), the arguments in
+    # either order, float32 inputs (the result is float64 all the same, and exact enough for an angle of 1e-4 rad).
     plane, line = e[:, :3] @ fixed_randn(3, 3, seed=43), (0.6 * e[:, 0:1] + 0.8 * e[:, 3:4]) * 2.0
     either_order = "there are min(p, q) angles whichever argument is wider, and swapping a and b gives the same angles"
+    clamp = "angles 0, 0, 0: rounding can push a cosine a hair above 1, where arccos gives nan; clamp them to [-1, 1]"
+    space = fixed_randn(6, 3, seed=2)
+    small_a, small_b = _at_angles(5, [1e-4, 0.3], seed=44)
     table = [
         FormInput("a subspace and itself (in another basis)", (a, a @ e[:2, :2].flip(0)), hint="angles 0, 0"),
+        FormInput(
+            "a (6, 3) subspace and itself in another basis", (space, space @ fixed_randn(3, 3, seed=102)), hint=clamp
+        ),
         FormInput(
             "span{e3} against span{e0, e1, e2}, a (4, 1) and b (4, 3)", (e[:, 3:], e[:, :3]), hint="one angle, π/2"
         ),
         FormInput("a (4, 3) and b (4, 1): the first subspace wider than the second", (plane, line), hint=either_order),
         FormInput("a (4, 1) and b (4, 3)", (line, plane), hint=either_order),
+        FormInput(
+            "float32 a (4, 2) and b (4, 2)",
+            (a.float(), b.float()),
+            hint="float32 inputs must work as well as float64 ones (clamp the cosines to [-1, 1] before arccos)",
+        ),
+        FormInput(
+            "float32 a (5, 2) and b (5, 2) at angles 1e-4 and 0.3 rad",
+            (small_a.float(), small_b.float()),
+            hint="compute in float64 (a.double(), b.double() first), not in float32 and converted at the end: the "
+            "cosine of 1e-4 rad is 1 - 5e-9, which float32 rounds to 1",
+        ),
     ]
-    message = "for {what} expected {want_values} rad, got {got_values}: {hint}"
-    shapes = "for {what} expected {want_values} rad, of shape {want}; got shape {got}: {hint}"
-    check_forms(principal_angles, table, _reference_angles, shape_message=shapes, wrong_message=message)
-    float32 = FormInput(
-        "float32 a (4, 2) and b (4, 2)",
-        (a.float(), b.float()),
-        hint="float32 must work as well as float64 (do not mix in float64 tensors; clamp the cosines to [-1, 1] "
-        "before arccos)",
-    )
     check_forms(
         principal_angles,
-        [float32],
+        table,
         _reference_angles,
-        compare=lambda got, want: max_abs_diff(got, want) <= 2e-3,
-        shape_message=shapes,
-        wrong_message=message,
+        run=_angles_in_float64,
+        shape_message="for {what} expected {want_values} rad, of shape {want}; got shape {got}: {hint}",
+        wrong_message="for {what} expected {want_values} rad, got {got_values}: {hint}",
+        dtype=None,  # float64 whatever the inputs' dtype: _angles_in_float64 checks it
     )
     report_passed("check_principal_angles")

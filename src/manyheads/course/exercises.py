@@ -9,6 +9,10 @@ Each graded code part names:
 * ``test_id`` and ``points``: the locked, autograded test cell;
 * ``computed_by``: dotted paths of the course package's own functions that compute this part's answer. An answer
   that only hands the work to one of them is not the student's computation;
+* ``forbidden``: dotted paths of library routines (torch's) that the part's text rules out and lists by name, e.g.
+  every route to torch's own softmax for a part that asks for a softmax. Like ``computed_by`` they are refused
+  under the own-work rule, but only where the student's own code calls them (the package, torch and the checks keep
+  using them);
 * ``forms``: the input forms the spec allows (and the hidden tests use) beyond the check's first input, each as the
   words with which the visible check names it (:class:`Form`). The tests make, for each form, answers that handle
   every other input but miss this one, and the visible check must reject each of them naming the form: a student
@@ -65,6 +69,7 @@ class CodePart:
     answer_id: str = ""
     signature: str = ""
     forms: tuple[Form | str, ...] = ()  # a plain string is Form(string)
+    forbidden: tuple[str, ...] = ()  # library routines the part's text rules out (``torch.softmax``, …)
 
     def __post_init__(self) -> None:
         if not self.answer_id:
@@ -119,6 +124,20 @@ EXERCISES: tuple[Exercise, ...] = (
                 2,
                 signature="scores",
                 forms=("1-D tensor of shape (6,)", "float32 scores"),
+                forbidden=(
+                    "torch.softmax",
+                    "torch.nn.functional.softmax",
+                    "torch.Tensor.softmax",
+                    "torch.nn.Softmax",
+                    "torch.special.softmax",
+                    "torch.log_softmax",
+                    "torch.nn.functional.log_softmax",
+                    "torch.Tensor.log_softmax",
+                    "torch.nn.LogSoftmax",
+                    "torch.special.log_softmax",
+                    "torch.nn.functional.softmin",
+                    "torch.nn.Softmin",
+                ),
             ),
             CodePart(
                 "scaled_dot_product_attention",
@@ -180,7 +199,12 @@ EXERCISES: tuple[Exercise, ...] = (
                 3,
                 ("manyheads.analysis.circuits.principal_angles", "manyheads.analysis.circuits.subspace_overlap"),
                 signature="a, b",
-                forms=("the first subspace wider than the second", "float32 a (4, 2) and b (4, 2)"),
+                forms=(
+                    "the first subspace wider than the second",
+                    "a (6, 3) subspace and itself in another basis",
+                    "float32 a (4, 2) and b (4, 2)",
+                    "float32 a (5, 2) and b (5, 2) at angles 1e-4",
+                ),
             ),
         ),
         (WrittenPart("one_wide_or_four_narrow", 2),),
@@ -210,7 +234,7 @@ EXERCISES: tuple[Exercise, ...] = (
                 ("manyheads.attention.split_heads",),
                 signature="x, n_heads",
                 forms=(
-                    Form("split_heads changed the numbers for x of shape (2, 6, 6) in float64", ("float32",)),
+                    Form("split_heads changed the numbers for x of shape (2, 6, 12) in float64", ("float32",)),
                     "one head and a batch of one",
                     "heads of width 1, x (2, 3, 8)",
                     "a single position, x (3, 1, 6)",
@@ -236,7 +260,10 @@ EXERCISES: tuple[Exercise, ...] = (
                 1,
                 ("manyheads.costs.mha_param_count", "manyheads.costs.head_budget"),
                 signature="d_model, n_heads, bias=True",
-                forms=(Form("(512, 8, bias=False) (keep the parameter name bias)", ("crashes",)),),
+                forms=(
+                    Form("mha_param_count(512, 8) returned 1050624.0, a float … integer arithmetic", ("float",)),
+                    Form("mha_param_count(512, 8, bias=False) (keep the parameter name bias)", ("crashes",)),
+                ),
             ),
             CodePart(
                 "multi_head_attention",
@@ -291,6 +318,7 @@ EXERCISES: tuple[Exercise, ...] = (
                     "more queries than keys, offset −3",
                     "2-D weights (4, 6) with no leading axes",
                     "offset 0 (the token itself)",
+                    "float32 weights (2, 5, 4)",
                 ),
             ),
             CodePart(
@@ -320,6 +348,8 @@ EXERCISES: tuple[Exercise, ...] = (
                     "one head, head_outputs (3, 1, 4, 2)",
                     "with means given",
                     "float32 head_outputs",
+                    "float16 head_outputs, mode 'zero'",
+                    "float16 head_outputs with float32 means",
                 ),
             ),
             CodePart(

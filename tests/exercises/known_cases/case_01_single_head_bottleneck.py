@@ -27,6 +27,16 @@ def _softmax(body: str) -> str:
     return f"\ndef softmax(scores):\n    return {body}\n"
 
 
+def _shifted_softmax(prepare="x = scores", max_="x.max(dim=-1, keepdim=True).values", sum_dim="-1") -> str:
+    """A hand-written softmax (torch's own is ruled out in this part) with one step changed."""
+    return f"""
+def softmax(scores):
+    {prepare}
+    e = (x - {max_}).exp()
+    return e / e.sum(dim={sum_dim}, keepdim=True)
+"""
+
+
 def _entropy(body: str) -> str:
     return f"\ndef attention_entropy(weights):\n    return {body}\n"
 
@@ -93,7 +103,7 @@ def scaled_dot_product_attention(q, k, v, mask=None):
         ),
         "softmax over the wrong axis": Bug(
             "softmax",
-            _softmax("torch.softmax(scores, dim=-2)"),
+            _shifted_softmax(max_="x.max(dim=-2, keepdim=True).values", sum_dim="-2"),
             check="columns sum to 1",
             hidden="Dimension out of range",
             hidden_error=IndexError,  # on 1-D scores
@@ -123,11 +133,37 @@ def scaled_dot_product_attention(q, k, v, mask=None):
         ),
         "softmax in float32 inside": Bug(
             "softmax",
-            _softmax("torch.softmax(scores.float(), dim=-1)"),
+            _shifted_softmax(prepare="x = scores.float()"),
             check="keep the input's dtype",
-            hidden="wrong softmax for float64 scores",
+            hidden="softmax returned torch.float32 for torch.float64 scores",
             also_fails=("scaled_dot_product_attention",),
         ),  # float weights @ double v
+        "softmax returns float64 for float32 scores": Bug(
+            "softmax",
+            _shifted_softmax(prepare="x = scores.double()"),
+            check=r"returned torch\.float64 weights for float32 scores: the weights must have the scores' dtype",
+            hidden="softmax returned torch.float64 for float32 scores",
+            also_fails=("scaled_dot_product_attention",),
+        ),  # double weights @ float v
+        "softmax changes its input in place": Bug(
+            "softmax",
+            """
+def softmax(scores):
+    scores -= scores.max(dim=-1, keepdim=True).values
+    scores.exp_()
+    return scores / scores.sum(dim=-1, keepdim=True)
+""",
+            check="changed its input scores in place",
+            hidden="softmax changed its input scores in place",
+        ),
+        "softmax max without keepdim": Bug(
+            "softmax",
+            _shifted_softmax(max_="x.max(dim=-1).values"),
+            check="without keepdim=True drops that axis",
+            hidden="must match the size",
+            hidden_error=RuntimeError,  # right on 1-D scores, a size mismatch on (3, 4, 9)
+            also_fails=("scaled_dot_product_attention",),
+        ),
         "attention without 1/sqrt(d_k)": Bug(
             "scaled_dot_product_attention",
             _sdpa(scores="q @ k.transpose(-2, -1)"),
@@ -179,6 +215,46 @@ def scaled_dot_product_attention(q, k, v, mask=None):
             hidden="Dimension out of range",
             hidden_error=IndexError,
         ),
+        "attention scales q in place": Bug(
+            "scaled_dot_product_attention",
+            """
+def scaled_dot_product_attention(q, k, v, mask=None):
+    q /= math.sqrt(q.shape[-1])
+    scores = q @ k.transpose(-2, -1)
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ v, weights
+""",
+            check="changed its input q in place",
+            hidden="scaled_dot_product_attention changed its input q in place",
+        ),
+        "attention returns float64 for float32 inputs": Bug(
+            "scaled_dot_product_attention",
+            """
+def scaled_dot_product_attention(q, k, v, mask=None):
+    q, k, v = q.double(), k.double(), v.double()
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ v, weights
+""",
+            check=r"returned output as torch\.float64 for float32 inputs .*expected torch\.float32",
+            hidden=r"has dtype torch\.float64, expected torch\.float32",
+        ),
+        "mask applied after the softmax": Bug(
+            "scaled_dot_product_attention",
+            """
+def scaled_dot_product_attention(q, k, v, mask=None):
+    weights = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1)
+    if mask is not None:
+        weights = weights.masked_fill(~mask, 0.0)
+    return weights @ v, weights
+""",
+            check="the mask is applied after the softmax",
+            hidden="weights for .* mask \\(7, 4\\) differs from the reference",
+        ),
         "returns the output only": Bug(
             "scaled_dot_product_attention",
             _sdpa(result="weights @ v"),
@@ -202,6 +278,34 @@ def scaled_dot_product_attention(q, k, v, mask=None):
             _entropy("-torch.special.xlogy(weights, weights).sum(dim=-1) / math.log(2)"),
             check="natural logarithm",
             hidden="entropy [0-9.]+ instead of",
+        ),
+        "entropy changes its input in place": Bug(
+            "attention_entropy",
+            """
+def attention_entropy(weights):
+    weights[weights == 0] = 1.0  # log 1 = 0, so the zero weights add nothing
+    return -(weights * weights.log()).sum(dim=-1)
+""",
+            check="changed its input weights in place",
+            hidden="attention_entropy changed its input weights in place",
+        ),
+        "entropy returns float64 for float32 weights": Bug(
+            "attention_entropy",
+            _entropy("-torch.special.xlogy(weights.double(), weights.double()).sum(dim=-1)"),
+            check=r"returned torch\.float64 for float32 weights of shape \(2, 3, 4, 6\) .*expected torch\.float32",
+            hidden="attention_entropy returned torch.float64 for torch.float32 weights",
+        ),
+        "entropy with a 1e-300 guard in the log": Bug(
+            "attention_entropy",
+            _entropy("-(weights * (weights + 1e-300).log()).sum(dim=-1)"),
+            check="1e-300 is 0 in float32",
+            hidden="entropy nan instead of",
+        ),
+        "entropy sums over the queries": Bug(
+            "attention_entropy",
+            _entropy("-torch.special.xlogy(weights, weights).sum(dim=-2)"),
+            check=r"one number per query, \(2, 3\)",
+            hidden=r"shape \(2, 3, 7\), expected \(2, 3, 4\)",
         ),
         "entropy sums everything": Bug(
             "attention_entropy",

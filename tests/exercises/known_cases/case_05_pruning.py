@@ -27,7 +27,7 @@ def _ablate(body: str, check_keep: bool = True, check_mode: bool = True) -> str:
 
 
 _WHERE_ZERO = "torch.zeros_like(head_outputs)"
-_WHERE_MEAN = "means[None, :, None, :]"
+_WHERE_MEAN = "means[None, :, None, :].to(head_outputs.dtype)"
 
 
 def _where(kept="keep[None, :, None, None]", zero=_WHERE_ZERO, mean=_WHERE_MEAN, swap=False) -> str:
@@ -171,7 +171,9 @@ def prune_mask(importance, fraction):
         "unknown mode taken for zero": Bug(
             "ablate_heads",
             _ablate(
-                """    other = means[None, :, None, :] if mode == "mean" else torch.zeros_like(head_outputs)
+                """    other = torch.zeros_like(head_outputs)
+    if mode == "mean":
+        other = means[None, :, None, :].to(head_outputs.dtype)
     return torch.where(keep[None, :, None, None], head_outputs, other)
 """,
                 check_mode=False,
@@ -199,6 +201,30 @@ def prune_mask(importance, fraction):
             ),
             check="keep the dtype of head_outputs",
             hidden="dtype torch.float32, expected torch.float64",
+        ),
+        "ablation by a float mask": Bug(
+            "ablate_heads",
+            _ablate(
+                """    k = keep.float()[None, :, None, None]
+    if mode == "zero":
+        return head_outputs * k
+    return head_outputs * k + (1 - k) * means[None, :, None, :]
+"""
+            ),
+            check=r"returned torch\.float32 for float16 head_outputs, mode 'zero' in torch\.float16",
+            hidden=r"dtype torch\.float32, expected torch\.float16",
+        ),
+        "ablation promotes to the means' dtype": Bug(
+            "ablate_heads",
+            _ablate(_where(mean="means[None, :, None, :]")),
+            check=r"returned torch\.float32 for float16 head_outputs with float32 means, mode 'mean' in torch\.float16",
+            hidden=r"mode 'mean' on .* torch\.float16: dtype torch\.float32, expected torch\.float16",
+        ),
+        "ablation returns its input when every head is kept": Bug(
+            "ablate_heads",
+            _ablate("    if bool(keep.all()):\n        return head_outputs\n" + _where()),
+            check="returned head_outputs itself",
+            hidden="every head kept, mode 'zero': the result shares memory with head_outputs",
         ),
         "importance: abs after averaging": Bug(
             "gate_importance",
@@ -308,6 +334,21 @@ def prune_mask(importance, fraction):
             check="float64 gates: gates = torch.ones\\(shape\\) is float32",
             hidden="dtype torch.float64, expected torch.float32",
         ),
+        "importance pops the batches off the list": Bug(
+            "gate_importance",
+            _importance(
+                """    total, n = torch.zeros(shape), 0
+    while batches:
+        batch = batches.pop()
+        gates = torch.ones(shape, requires_grad=True)
+        total += torch.autograd.grad(loss_fn(gates, batch), gates)[0].abs()
+        n += 1
+    return total / n
+"""
+            ),
+            check=r"changed the list of batches it was given \(3 batches before the call, 0 after\)",
+            hidden="gate_importance changed the list of batches it was given",
+        ),
         "pruning per layer": Bug(
             "prune_mask",
             _prune(
@@ -382,7 +423,7 @@ def prune_mask(importance, fraction):
     return keep.reshape(importance.shape)
 """
             ),
-            check="prune_mask changed importance",
+            check="prune_mask changed its input importance in place",
             hidden="importance changed",
         ),
         "pruning returns a float mask": Bug(

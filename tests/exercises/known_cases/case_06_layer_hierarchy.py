@@ -70,7 +70,7 @@ def mean_attention_distance(weights):
     for i in range(seq):
         for j in range(seq):
             total += weights[:, :, i, j].double().sum(dim=0) * abs(i - j)
-    return total / (batch * seq)
+    return (total / (batch * seq)).to(weights.dtype)  # summed in float64, returned in the weights' dtype
 """,
             "induction_score": """
 def induction_score(weights, half):
@@ -171,6 +171,17 @@ def attention_rollout(weights):
             check="changed its input weights",
             hidden="the weights changed",
         ),
+        "distance with float64 positions": Bug(
+            "mean_attention_distance",
+            """
+def mean_attention_distance(weights):
+    positions = torch.arange(weights.shape[-1], dtype=torch.float64)
+    gaps = (positions[:, None] - positions[None, :]).abs()
+    return (weights * gaps).sum(dim=-1).mean(dim=(0, 2))
+""",
+            check=r"returned torch.float64 for float32 weights \(2, 3, 6, 6\), expected torch.float32",
+            hidden=r"dtype torch.float64, expected torch.float32",
+        ),
         "induction target i − half": Bug(
             "induction_score",
             _induction(target="queries - half"),
@@ -226,6 +237,36 @@ def attention_rollout(weights):
             check="the first batch item only",
             hidden=_HIDDEN_INDUCTION,
         ),
+        "induction summed into float32 zeros": Bug(
+            "induction_score",
+            """
+def induction_score(weights, half):
+    if weights.shape[-1] != 2 * half + 1:
+        raise ValueError("seq must be 2 * half + 1")
+    total = torch.zeros(weights.shape[1])
+    for i in range(half + 1, 2 * half + 1):
+        total += weights[:, :, i, i - half + 1].mean(dim=0)
+    return total / half
+""",
+            check=r"returned torch.float32 for a batch of one, weights \(1, 4, 9, 9\), half 4, expected torch.float64",
+            hidden=r"dtype torch.float32, expected torch.float64",
+        ),
+        "induction keeps the targets with masked_fill_": Bug(
+            "induction_score",
+            """
+def induction_score(weights, half):
+    seq = weights.shape[-1]
+    if seq != 2 * half + 1:
+        raise ValueError("seq must be 2 * half + 1")
+    queries = torch.arange(half + 1, seq)
+    target = torch.zeros(seq, seq, dtype=torch.bool)
+    target[queries, queries - half + 1] = True
+    weights.masked_fill_(~target, 0.0)  # only the induction targets remain
+    return weights.sum(dim=-1)[..., queries].mean(dim=(0, 2))
+""",
+            check="changed its input weights in place",
+            hidden="the weights changed",
+        ),
         "rollout in the wrong order": Bug(
             "attention_rollout",
             _rollout(step="rollout @ mix"),
@@ -277,6 +318,12 @@ def attention_rollout(weights):
             check=r"raised RuntimeError on weights \(n_layers 3",
             hidden="scalar type|dtype",
             hidden_error=RuntimeError,
+        ),
+        "rollout with a float64 identity": Bug(
+            "attention_rollout",
+            _rollout(eye="torch.eye(seq, dtype=torch.float64)"),
+            check=r"returned torch.float64 for float32 weights \(3, 2, 2, 5, 5\), expected torch.float32",
+            hidden=r"dtype torch.float64, expected torch.float32",
         ),
         "rollout halves the weights in place": Bug(
             "attention_rollout",

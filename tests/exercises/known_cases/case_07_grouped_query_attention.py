@@ -21,6 +21,8 @@ def _gqa(
     fill="~mask",
     validate=True,
     prelude="",
+    softmax="torch.softmax(scores, dim=-1)",
+    mix="weights @ v",
 ) -> str:
     """A grouped_query_attention with the solution's steps, each replaceable by a known mistake."""
     check = (
@@ -38,8 +40,8 @@ def grouped_query_attention(x, w_q, w_k, w_v, w_o, n_heads, n_kv_heads, mask=Non
     scores = q @ k.transpose(-2, -1) {scale}
     if mask is not None:
         scores = scores.masked_fill({fill}, float("-inf"))
-    weights = torch.softmax(scores, dim=-1)
-    return (weights @ v).transpose(1, 2).reshape(batch, seq, d_model) @ w_o, weights
+    weights = {softmax}
+    return ({mix}).transpose(1, 2).reshape(batch, seq, d_model) @ w_o, weights
 """
 
 
@@ -179,6 +181,40 @@ def kv_cache_bytes(n_layers, n_kv_heads, d_head, seq_len, batch=1, bytes_per_ele
             check="overflowed 32-bit integers",
             hidden=_HIDDEN_CACHE,
         ),
+        "cache in an int32 tensor that refuses the number": Bug(
+            "kv_cache_bytes",
+            """
+def kv_cache_bytes(n_layers, n_kv_heads, d_head, seq_len, batch=1, bytes_per_element=2):
+    elements = torch.tensor(n_layers * n_kv_heads * d_head * seq_len * batch, dtype=torch.int32)
+    return int(2 * elements * bytes_per_element)
+""",
+            check=r"raised RuntimeError on kv_cache_bytes\(32, 32, 128, 4096, 8, 2\).*Likely cause: the product "
+            r"overflowed 32-bit integers(?!.*parameter names)",
+            hidden="int32 without overflow",
+            hidden_error=RuntimeError,
+        ),
+        "cache as a NumPy integer": Bug(
+            "kv_cache_bytes",
+            """
+def kv_cache_bytes(n_layers, n_kv_heads, d_head, seq_len, batch=1, bytes_per_element=2):
+    import numpy as np
+
+    return np.prod([2, n_layers, n_kv_heads, d_head, seq_len, batch, bytes_per_element])
+""",
+            check=r"a int64; the spec asks for an int: return a plain Python int",
+            hidden=r"returned a int64, not an int",
+        ),
+        "cache as a NumPy int32": Bug(
+            "kv_cache_bytes",
+            """
+def kv_cache_bytes(n_layers, n_kv_heads, d_head, seq_len, batch=1, bytes_per_element=2):
+    import numpy as np
+
+    return np.prod([2, n_layers, n_kv_heads, d_head, seq_len, batch, bytes_per_element], dtype=np.int32)
+""",
+            check=r"a 32-bit integer, not a Python int: int32 stops at 2\*\*31 − 1",
+            hidden=r"returned a int32, not an int",
+        ),
         "cache as a tensor": Bug(
             "kv_cache_bytes",
             _cache("torch.tensor([2, n_layers, n_kv_heads, d_head, seq_len, batch, bytes_per_element]).prod()"),
@@ -198,6 +234,57 @@ def kv_cache_bytes(n_layers, n_kv_heads, d_head, seq_len, batch=1, bytes_per_ele
             check="that repeats the positions",
             hidden=r"shape \(2, 4, 12, 8\), expected",
             also_fails=("grouped_query_attention",),
+        ),
+        "K/V heads repeated without dim": Bug(
+            "repeat_kv",
+            "\ndef repeat_kv(x, n_rep):\n    return x.repeat_interleave(n_rep)\n",
+            check=r"returned shape \(240,\).*repeat_interleave without dim= flattens",
+            hidden=r"shape \(\d+,\), expected \(batch, n_kv_heads · n_rep, seq, d_head\)",
+            also_fails=("grouped_query_attention",),
+        ),
+        "K/V batch repeated": Bug(
+            "repeat_kv",
+            "\ndef repeat_kv(x, n_rep):\n    return x.repeat_interleave(n_rep, dim=0)\n",
+            check=r"that repeats the batch \(axis 0\)",
+            hidden=r"shape \(4, 4, 6, 8\), expected",
+            also_fails=("grouped_query_attention",),
+        ),
+        "K/V heads expanded, then view": Bug(
+            "repeat_kv",
+            """
+def repeat_kv(x, n_rep):
+    batch, n_kv_heads, seq, d_head = x.shape
+    return x[:, :, None].expand(batch, n_kv_heads, n_rep, seq, d_head).view(batch, n_kv_heads * n_rep, seq, d_head)
+""",
+            check=r"raised RuntimeError on x \(2, 3, 4, 5\), n_rep=2: view size is not compatible",
+            hidden="view size is not compatible",
+            hidden_error=RuntimeError,
+            also_fails=("grouped_query_attention",),
+        ),
+        "K/V heads copied into float32 zeros": Bug(
+            "repeat_kv",
+            """
+def repeat_kv(x, n_rep):
+    batch, n_kv_heads, seq, d_head = x.shape
+    out = torch.zeros(batch, n_kv_heads * n_rep, seq, d_head)
+    for h in range(n_kv_heads * n_rep):
+        out[:, h] = x[:, h // n_rep]
+    return out
+""",
+            check=r"repeat_kv returned torch.float32 for x \(2, 3, 4, 5\), n_rep=2, expected torch.float64",
+            hidden=r"dtype torch.float32, expected torch.float64",
+            also_fails=("grouped_query_attention",),
+        ),
+        "K/V heads unsqueezed in place": Bug(
+            "repeat_kv",
+            """
+def repeat_kv(x, n_rep):
+    batch, n_kv_heads, seq, d_head = x.shape
+    x.unsqueeze_(2)  # (batch, n_kv_heads, 1, seq, d_head)
+    return x.expand(batch, n_kv_heads, n_rep, seq, d_head).reshape(batch, n_kv_heads * n_rep, seq, d_head)
+""",
+            check="repeat_kv changed its input x in place",
+            hidden="x changed",
         ),
         "attention with tiled K/V heads": Bug(
             "grouped_query_attention",
@@ -253,6 +340,35 @@ def grouped_query_attention(x, w_q, w_k, w_v, w_o, n_heads, n_kv_heads, mask=Non
             check=r"n_heads=6, n_kv_heads=4, d_model=12, expected a ValueError",
             hidden="raised RuntimeError for n_heads=6, n_kv_heads=4, d_model=12, expected ValueError",
         ),
+        "attention masked after the softmax": Bug(
+            "grouped_query_attention",
+            """
+def grouped_query_attention(x, w_q, w_k, w_v, w_o, n_heads, n_kv_heads, mask=None):
+    batch, seq, d_model = x.shape
+    if d_model % n_heads or n_heads % n_kv_heads:
+        raise ValueError("invalid head counts")
+    d_head, group = d_model // n_heads, n_heads // n_kv_heads
+    q = (x @ w_q).reshape(batch, seq, n_heads, d_head).transpose(1, 2)
+    k, v = ((x @ w).reshape(batch, seq, n_kv_heads, d_head).transpose(1, 2) for w in (w_k, w_v))
+    k, v = repeat_kv(k, group), repeat_kv(v, group)
+    weights = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(d_head), dim=-1)
+    if mask is not None:
+        weights = weights.masked_fill(~mask, 0.0)  # the forbidden keys get no weight
+    return (weights @ v).transpose(1, 2).reshape(batch, seq, d_model) @ w_o, weights
+""",
+            check="the mask is applied after the softmax",
+            hidden=r"weights for x \(3, 4, 8\), 4 heads, 4 K/V heads, mask causal differs from the reference",
+        ),
+        "attention weights in float32": Bug(
+            "grouped_query_attention",
+            _gqa(
+                softmax="torch.softmax(scores.float(), dim=-1)  # in float32, as Llama does",
+                mix="weights.to(v.dtype) @ v",
+            ),
+            check=r"returned weights as torch.float32 for multi-head attention, n_heads = n_kv_heads = 4, expected "
+            r"torch.float64",
+            hidden=r"has dtype torch.float32, expected torch.float64",
+        ),
         "attention folds the scale into w_q in place": Bug(
             "grouped_query_attention",
             _gqa(scale="", prelude="    w_q /= math.sqrt(d_head)\n"),
@@ -302,6 +418,20 @@ def grouped_query_attention(x, w_q, w_k, w_v, w_o, n_heads, n_kv_heads, mask=Non
             ),
             check="changed its input w",
             hidden="w changed",
+        ),
+        "pooling into float32 zeros": Bug(
+            "mean_pool_kv",
+            _pool(
+                """    out = torch.zeros(*lead, n_kv_heads * d_head)
+    for g in range(n_kv_heads):
+        for h in range(g * r, (g + 1) * r):
+            out[..., g * d_head : (g + 1) * d_head] += w[..., h * d_head : (h + 1) * d_head] / r
+    return out
+"""
+            ),
+            check=r"mean_pool_kv returned torch.float32 for w \(5, 12\), n_heads=6, n_kv_heads=2, expected "
+            r"torch.float64",
+            hidden=r"dtype torch.float32, expected torch.float64",
         ),
         "pooling weights only (no bias)": Bug(
             "mean_pool_kv",

@@ -112,8 +112,10 @@ def _budget_problems(g, nb) -> list[str]:
         problems.append(f"the longer-run caption does not match its record ({long_steps:,} steps, {seeds} seeds)")
     if long_steps != 5 * steps:
         problems.append(f"the section says 'five times the training', the record ran {long_steps} against {steps}")
-    # "the record's accuracies at step 300 match the table above": each long run begins as the chapter's run
-    if not g["record_chapter_gap"] < 1e-3:
+    # "the record's accuracies at step 300 match the table above": each long run begins as the chapter's run. The
+    # record was made on another machine: its rounding flipped one held-out sequence of 512 (0.0024) in one CI run
+    # and none in others, so a few sequences are allowed; a different run (another seed or batch) differs by far more.
+    if not g["record_chapter_gap"] < 0.01:
         problems.append(
             f"the longer run's first {steps} steps differ from the chapter's run by {g['record_chapter_gap']}"
         )

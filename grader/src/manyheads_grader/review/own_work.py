@@ -3,6 +3,11 @@ notebook, and the ways around the rule that a guard in the same process cannot c
 
 The rule itself, its guard and its wording live in the course package, because they run in the student's kernel;
 this module only reads notebooks. ``instructors/grading.md`` lists the open routes.
+
+A part whose text rules out library routines (``CodePart.forbidden``: exercise 1's softmax rules out torch's own
+softmax by every route it names) loses its points only for those routes, called from the student's own code. Any
+other way to the same result (a routine of the same name the list does not hold, torch's low-level operators, a
+library function that computes it inside) is never zeroed: :func:`library_routes` flags the cell for a human.
 """
 
 from __future__ import annotations
@@ -13,10 +18,11 @@ from typing import Any
 import nbformat
 
 from manyheads.checks.own_work import MARKER
+from manyheads.course.exercises import EXERCISES, Exercise
 from manyheads_grader.notebooks import student_cells
 from manyheads_grader.records import Problem, ProblemKind
 
-__all__ = ["OWN_WORK", "findings", "own_work_refusals", "open_routes", "OPEN_ROUTES"]
+__all__ = ["OWN_WORK", "findings", "own_work_refusals", "open_routes", "OPEN_ROUTES", "library_routes", "AROUND"]
 
 OWN_WORK = "own work"  # starts every problem about the own-work rule (report.py lists them for a human)
 
@@ -87,6 +93,82 @@ def open_routes(student_cells: list[tuple[str, str]], hidden_helpers: set[str] =
     return notes
 
 
+# (pattern, why) in the answer cell of a part that rules out library routines, and in the student's extra cells: ways
+# to a ruled-out routine's result that the rule does not zero (the part's text does not name them)
+AROUND = (
+    (
+        r"torch\s*\.\s*ops\b|\baten\b|torch\s*\.\s*_C\b|_VariableFunctions|\bTensorBase\b|torch\s*\.\s*_[a-z]\w*",
+        "calls torch's low-level or private operators",
+    ),
+    (r"\bdistributions\b|\bCategorical\b|logits_to_probs", "computes probabilities with torch.distributions"),
+    (
+        r"\.\s*scaled_dot_product_attention\b|MultiheadAttention",
+        "hands the computation to a library attention (which computes a softmax inside)",
+    ),
+)
+
+
+def _exercise_of(test_ids: list[str]) -> Exercise | None:
+    """The exercise whose autograded tests these are (test ids are shared between exercises, their sets are not)."""
+    found = [e for e in EXERCISES if e.code_parts and {p.test_id for p in e.code_parts} <= set(test_ids)]
+    return max(found, key=lambda e: len(e.code_parts), default=None)
+
+
+def _code_names(source: str) -> list[str]:
+    """The names a cell's code uses, strings and comments aside: each dotted chain (``torch.nn.Softmax``,
+    ``scores.softmax``) and each import (``torch.softmax`` for ``from torch import softmax``); bare names are the
+    student's own or an import's alias. A cell that does not parse: its lines, comments cut."""
+    import ast
+
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:
+        return ["\n".join(line.split("#", 1)[0] for line in source.splitlines())]
+    names = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute):
+            chain, inner = [node.attr], node.value
+            while isinstance(inner, ast.Attribute):
+                chain.append(inner.attr)
+                inner = inner.value
+            chain.append(inner.id if isinstance(inner, ast.Name) else "(…)")
+            names.append(".".join(reversed(chain)))
+        elif isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            names += [f"{node.module or ''}.{alias.name}" for alias in node.names]
+    return names
+
+
+def library_routes(
+    student_cells: list[tuple[str, str]], exercise: Exercise | None, zeroed: set[str] = frozenset()
+) -> list[str]:
+    """Notes for the report: the cells that may reach a library routine a part rules out by a way the rule does not
+    zero. Looked at: the answer cell of each such part that kept its points, for a dotted or imported name that
+    contains a ruled-out routine's (``torch._softmax``, ``torch.sparse.softmax``, ``nn.Sequential(nn.Softmax(-1))``)
+    or one of :data:`AROUND`; and the extra cells, for :data:`AROUND` only (an extra cell may well compare an answer
+    with ``torch.softmax``)."""
+    if exercise is None:
+        return []
+    parts = [p for p in exercise.code_parts if p.forbidden and p.test_id not in zeroed]
+    notes = []
+    for label, source in student_cells if parts else []:
+        answers = [p for p in parts if label == f"answer cell {p.answer_id}"]
+        if not answers and not label.startswith("extra cell"):
+            continue
+        names = _code_names(source)
+        used = "\n".join(names)
+        whys = [why for pattern, why in AROUND if re.search(pattern, used)]
+        for part in answers:
+            words = {r.rsplit(".", 1)[1].lower().removeprefix("log_") for r in part.forbidden}
+            like = sorted({n for n in names if any(w in n.lower() for w in words)})
+            if like:
+                whys.insert(0, f"names {', '.join(like)}, like a routine that {part.function} must not call")
+        if whys:
+            notes.append(f"{label}: {'; '.join(whys)}")
+    return notes
+
+
 def findings(
     notebook: nbformat.NotebookNode | None,
     graded: nbformat.NotebookNode,
@@ -105,8 +187,7 @@ def findings(
         Problem(ProblemKind.OWN_WORK, f"{OWN_WORK}: a refusal was caught by the answer ({line})") for line in caught
     ]
     if notebook is not None:
-        problems += [
-            Problem(ProblemKind.OWN_WORK, f"{OWN_WORK}, look by hand: {note}")
-            for note in open_routes(student_cells(notebook, release), helpers)
-        ]
+        cells = student_cells(notebook, release)
+        notes = open_routes(cells, helpers) + library_routes(cells, _exercise_of(test_ids), set(zeroed))
+        problems += [Problem(ProblemKind.OWN_WORK, f"{OWN_WORK}, look by hand: {note}") for note in notes]
     return zeroed, problems
