@@ -57,7 +57,7 @@ def main() -> None:
     if args.quick:
         # --quick checks that the script runs (tests/benchmarks/test_benchmarks_run.py): the chapter's budget
         # shrunk, the check still 5x it, over as many seeds; its record is written beside the results, never over them.
-        CHAPTER_STEPS, EVAL_EVERY = 10, 10
+        CHAPTER_STEPS, EVAL_EVERY = 4, 4
         FIVE_X, args.steps = 5 * CHAPTER_STEPS, 10 * CHAPTER_STEPS
     seeds = tuple(range(args.seeds))
     task = mh.TwoRelationTask(vocab_size=16, seq_len=12, offsets=(1, 3))

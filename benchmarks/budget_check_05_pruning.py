@@ -37,6 +37,7 @@ GAP = 0.05  # accuracy: "about the same" within it, "higher" beyond it
 CLEAR = 0.01  # accuracy: a pair's extra cost that counts as more than nothing
 SYM_STEPS, PAIR_STEPS, FACTOR = 200, 300, 5
 N_BOOT = 200  # bootstrap resamples of the pairs' intervals, as in the chapter
+ROWS = 512  # sequences the pairs experiment scores on (and ranks heads on), as in the chapter
 TOY = mh.TwoRelationTask(vocab_size=16, seq_len=12, offsets=(1, 3))
 
 
@@ -119,7 +120,7 @@ def pairs_for(steps: int, seed: int) -> dict:
     )
 
     def task(sample_seed: int, name: str):
-        tokens, targets = TOY.sample(512, torch.Generator().manual_seed(sample_seed))
+        tokens, targets = TOY.sample(ROWS, torch.Generator().manual_seed(sample_seed))
         accuracy = lambda logits, targets: float(mh.readout_accuracy(logits, targets).mean())  # noqa: E731
         return mh.ModelTask(run.model.eval(), tokens, targets, accuracy, toy_loss, name=name)
 
@@ -187,15 +188,16 @@ def quiet_pairs(seeds: tuple[int, ...]) -> mh.BudgetCheck:
 
 
 def main() -> None:
-    global SYM_STEPS, PAIR_STEPS, N_BOOT
+    global SYM_STEPS, PAIR_STEPS, N_BOOT, ROWS
     parser = arguments(__doc__)
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--only", choices=("identical", "pairs"))
     args = parse(parser)
     if args.quick:
         # --quick checks that the script runs (tests/benchmarks/test_benchmarks_run.py): the chapter's budget
-        # shrunk, the check still 5x it, over as many seeds; its record is written beside the results, never over them.
-        SYM_STEPS, PAIR_STEPS, N_BOOT = 10, 10, 20
+        # shrunk, the check still 5x it, over as many seeds, scored on fewer sequences with fewer resamples; its record
+        # is written beside the results, never over them.
+        SYM_STEPS, PAIR_STEPS, N_BOOT, ROWS = 4, 4, 20, 128
     seeds = tuple(range(args.seeds))
     torch.set_num_threads(1)
     makers = {"identical": identical_heads, "pairs": quiet_pairs}

@@ -47,7 +47,8 @@ from manyheads.analysis.induction import _train_to_bytes
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTER = "06_layer_hierarchy"
-CHAPTER_STEPS = mh.INDUCTION_RECIPE.steps  # 1,500
+RECIPE = mh.INDUCTION_RECIPE  # the chapter's recipe (a quick run logs its curves more often)
+CHAPTER_STEPS = RECIPE.steps  # 1,500
 LEVEL = 0.5  # an induction head: induction score >= 0.5 (as the chapter counts SmolLM2's)
 COPIES = 1.0  # nats: the second-copy loss below which a model copies (the chapter's "first drops below 1 nat")
 
@@ -102,7 +103,7 @@ def at_step(run, step: int, probes, span: int) -> dict:
 def train_all(seeds, steps: int, processes: int, cache: Path | None) -> list:
     """The 2-layer runs, then the 1-layer runs, of ``seeds``, ``processes`` at a time (one thread each). With
     ``cache`` (a folder), each run is saved there as soon as it finishes and a run already saved is not retrained."""
-    config = replace(mh.INDUCTION_RECIPE, steps=steps)
+    config = replace(RECIPE, steps=steps)
     jobs = [{"seed": s, "config": config, "snapshot_every": CHAPTER_STEPS} for s in seeds]
     jobs += [{"seed": s, "n_layers": 1, "config": config} for s in seeds]
     paths = [
@@ -126,7 +127,7 @@ def train_all(seeds, steps: int, processes: int, cache: Path | None) -> list:
 
 
 def main() -> None:
-    global CHAPTER_STEPS
+    global CHAPTER_STEPS, RECIPE
     parser = arguments(__doc__)
     parser.add_argument("--steps", type=int, default=5 * CHAPTER_STEPS)
     parser.add_argument("--seeds", type=int, default=3)
@@ -135,18 +136,19 @@ def main() -> None:
     args = parse(parser)
     if args.quick:
         # --quick checks that the script runs (tests/benchmarks/test_benchmarks_run.py): the chapter's budget
-        # shrunk, the check still 5x it, over as many seeds; its record is written beside the results, never over them.
-        CHAPTER_STEPS = 2 * mh.INDUCTION_RECIPE.eval_every  # the fewest steps whose curve has three points
-        args.steps = 5 * CHAPTER_STEPS
+        # shrunk (its curves logged every 5 steps, not 50), the check still 5x it, over as many seeds, trained in one
+        # worker process; its record is written beside the results, never over them.
+        RECIPE = replace(mh.INDUCTION_RECIPE, eval_every=5)
+        CHAPTER_STEPS = 2 * RECIPE.eval_every  # the fewest steps whose curve has three points
+        args.steps, args.processes = 5 * CHAPTER_STEPS, 1
+        torch.set_num_threads(1)  # the analysis too, like the workers: a quick run shares the machine with other work
     seeds = tuple(range(args.seeds))
     start = time.perf_counter()
     runs = train_all(seeds, args.steps, args.processes, args.cache)
     seconds = time.perf_counter() - start
     two, one = runs[: len(seeds)], runs[len(seeds) :]
     probes = mh.probe_batches(mh.RepeatedHalvesTask())
-    span = max(
-        1, round(0.1 * CHAPTER_STEPS / mh.INDUCTION_RECIPE.eval_every)
-    )  # 150 steps: a tenth of the chapter's run
+    span = max(1, round(0.1 * CHAPTER_STEPS / RECIPE.eval_every))  # 150 steps: a tenth of the chapter's run
     short, long = str(CHAPTER_STEPS), str(args.steps)
 
     two_layer = {
@@ -270,16 +272,16 @@ def main() -> None:
         mh.BudgetCheck(
             id="ch6-sharpness-varies",
             verdict="the sharpness with which the induction head forms varies between seeds",
-            criterion=f"at the longer budget at least one seed's steepest {span * mh.INDUCTION_RECIPE.eval_every}-step "
+            criterion=f"at the longer budget at least one seed's steepest {span * RECIPE.eval_every}-step "
             "stretch holds at least half of its induction score's rise from step 0 to the end, and at least one "
             "seed's holds less",
             holds=varies,
-            shows=f"the share of the rise held by the steepest {span * mh.INDUCTION_RECIPE.eval_every} steps, at "
+            shows=f"the share of the rise held by the steepest {span * RECIPE.eval_every} steps, at "
             f"{CHAPTER_STEPS:,} → {args.steps:,} steps, is {share_words} (0.5 is the cut between a jump and a "
             f"gradual rise); with one tenth of the longer run ({round(0.1 * args.steps):,} steps) as the window, "
             f"{sum(v[long]['change'] == 'sudden' for v in two_layer.values())} of {n} seeds would count as sudden, "
             "so the cut's window decides the word.",
-            numbers={"span_steps": span * mh.INDUCTION_RECIPE.eval_every, "cut": 0.5, "two_layer": two_layer},
+            numbers={"span_steps": span * RECIPE.eval_every, "cut": 0.5, "two_layer": two_layer},
             **common,
         )
     )

@@ -115,7 +115,7 @@ def main() -> None:
     if args.quick:
         # --quick checks that the script runs (tests/benchmarks/test_benchmarks_run.py): the chapter's budget
         # shrunk, the check still 5x it, over as many seeds; its record is written beside the results, never over them.
-        CHAPTER_STEPS, EARLY, CHAPTER_PRETRAIN = 20, 10, 40
+        CHAPTER_STEPS, EARLY, CHAPTER_PRETRAIN = 4, 2, 8
         args.steps, args.seeds, args.pretrain = 5 * CHAPTER_STEPS, 3, [CHAPTER_PRETRAIN, 5 * CHAPTER_PRETRAIN]
     if args.rewrite:
         check = rewrite()

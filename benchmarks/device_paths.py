@@ -10,8 +10,8 @@ the CPU and, when ``torch.cuda.is_available()``, on CUDA. The table and benchmar
 both, and the speed-up; without a GPU the GPU column says "absent".
 
 Run it under two CPU cores, as the chapters are sized for: ``taskset -c 0,1 python benchmarks/device_paths.py``
-(``--threads`` sets torch's CPU threads, default 2). ``--quick`` runs reduced sizes (a 4-layer decoder, short texts),
-to check that the script works.
+(``--threads`` sets torch's CPU threads, default 2). ``--quick`` runs reduced sizes (a 2-layer encoder, a 4-layer
+decoder, short texts) on one thread, to check that the script works.
 """
 
 from __future__ import annotations
@@ -75,9 +75,10 @@ def texts(n: int, words: int, seed: int) -> list[str]:
 
 # Built once per device, in the untimed warm-up run: the times are the chapters' work, not initialisation.
 @functools.cache
-def encoder(device) -> BertEncoder:
+def encoder(device, n_layers: int = MINILM.n_layers) -> BertEncoder:
+    """MiniLM's shape; ``n_layers`` fewer for a quick run (as :func:`decoder`)."""
     torch.manual_seed(0)
-    return BertEncoder(MINILM).eval().to(device)
+    return BertEncoder(dataclasses.replace(MINILM, n_layers=n_layers)).eval().to(device)
 
 
 @functools.cache
@@ -111,7 +112,7 @@ def paths(size: dict) -> list[tuple[str, str, Callable[[torch.device], object]]]
         return lee, sentiment
 
     def ch4_attention(device):
-        return mh.token_attentions(encoder(device), pieces, sentences)
+        return mh.token_attentions(encoder(device, size["encoder_layers"]), pieces, sentences)
 
     def ch4_toys(device):
         task = TwoRelationTask(vocab_size=16, seq_len=10, offsets=(1, 2, 4))
@@ -119,11 +120,11 @@ def paths(size: dict) -> list[tuple[str, str, Callable[[torch.device], object]]]
         return train_grid(TinyAttentionModel.for_task, {"4 heads": (48, 4)}, task, config, (0, 1), device=device)
 
     def ch5_ablation(device):
-        lee, _ = tasks(encoder(device))
+        lee, _ = tasks(encoder(device, size["encoder_layers"]))
         return analysis.ablation_map(lee, "zero", n_boot=50)
 
     def ch5_gradient(device):
-        _, sentiment = tasks(encoder(device))
+        _, sentiment = tasks(encoder(device, size["encoder_layers"]))
         return analysis.head_importance(sentiment, "gradient")
 
     def ch5_toy_curve(device):
@@ -169,7 +170,7 @@ def paths(size: dict) -> list[tuple[str, str, Callable[[torch.device], object]]]
         return records
 
     def ch7_conversion(device):
-        model = encoder(device)
+        model = encoder(device, size["encoder_layers"])
         lee, sentiment = tasks(model)
         original = [task.embeddings(task.ones()) for task in (lee, sentiment)]
         return [
@@ -223,6 +224,7 @@ FULL = {
     "induction_steps": 400,
     "contexts": [64, 512, 2048],
     "windows": (2, 65),  # (rows, tokens) of the decoder's text: chapter 6's layer ablation runs over them
+    "encoder_layers": 6,  # MiniLM's
     "decoder_layers": 30,  # SmolLM2's
 }
 SMALL = {
@@ -235,6 +237,7 @@ SMALL = {
     "induction_steps": 10,
     "contexts": [16],
     "windows": (1, 9),
+    "encoder_layers": 2,
     "decoder_layers": 4,
 }
 

@@ -5,6 +5,7 @@ this measures what that costs against BertModel with eager attention (which also
 for reference, with PyTorch's fused sdpa attention (which does not).
 The three are timed in turn within each repeat (not one after the other), so that a busy machine slows all of
 them alike. Run: .venv/bin/python benchmarks/encoder.py [--threads N] [--repeats R] [--quick] [--results DIR]
+(``--quick``: one batch of 4 sentences, timed once after the warm-up, on one thread, to check that the script works).
 """
 
 from __future__ import annotations
@@ -53,7 +54,9 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=torch.get_num_threads(), help="torch CPU threads")
     parser.add_argument("--repeats", type=int, default=15)
     args = parse(parser)
-    batches, repeats = (BATCHES[:1], 2) if args.quick else (BATCHES, args.repeats)
+    batches, repeats = BATCHES, args.repeats
+    if args.quick:  # one small batch, timed once after the warm-up, on one thread (the machine is shared)
+        batches, repeats, args.threads = [(4, 1)], 1, 1
     torch.set_num_threads(args.threads)
     from transformers import BertModel
 

@@ -26,6 +26,8 @@ The toy induction model's full-size runs (five seeds) are ``benchmarks/induction
 seeds at five times the steps) ``benchmarks/budget_check_06_layer_hierarchy.py``.
 
 Run: .venv/bin/python benchmarks/layers.py [--threads 1] [--random 20] [--quick] [--only-induction]
+``--quick`` makes all three tables on one thread at sizes that only check that the script works (8 of Lee's
+documents, a few short sequences and windows, one random draw per k).
 """
 
 from __future__ import annotations
@@ -75,7 +77,10 @@ def minilm_rows(args) -> list[dict]:
     attns, tokens = mh.token_attentions(encoder, tokenizer, [texts[i] for i in picked])
     sinks = [torch.tensor([t in ("[CLS]", "[SEP]") for t in toks]) for toks in tokens]
     metrics = mh.layer_metrics(attns, sinks=sinks)
-    lee = analysis.lee_similarity_task(encoder, tokenizer, lee_documents(), lee_similarities(), max_tokens=128)
+    documents, similarities, lee_tokens = lee_documents(), lee_similarities(), 128
+    if args.quick:  # a quick run checks that the script works: 8 of Lee's 50 documents, 32 word pieces of each
+        documents, similarities, lee_tokens = documents[:8], similarities[:8, :8], 32
+    lee = analysis.lee_similarity_task(encoder, tokenizer, documents, similarities, max_tokens=lee_tokens)
     sentiment = analysis.sentiment_probe_task(
         encoder, tokenizer, texts, ratings, n_fit=args.n_fit, n_eval=args.n_eval, seed=0, alpha=1.0
     )
@@ -233,11 +238,12 @@ def main() -> None:
         "--only-induction", action="store_true", help="only the SmolLM2 induction table (and the news windows it needs)"
     )
     args = parse(parser)
+    if args.quick:
+        args.snippets, args.n_fit, args.n_eval, args.windows, args.window = 16, 32, 16, 1, 8
+        args.rows, args.length, args.random, args.test_rows, args.max_shift = 2, 8, 1, 2, 3
+        args.threads = args.threads or 1  # a quick run shares the machine with other work
     if args.threads is not None:
         torch.set_num_threads(args.threads)
-    if args.quick:
-        args.snippets, args.n_fit, args.n_eval, args.windows, args.window = 16, 64, 32, 1, 32
-        args.rows, args.length, args.random, args.test_rows, args.max_shift = 2, 20, 2, 2, 5
     start = time.perf_counter()
     if not args.only_induction:
         minilm = minilm_rows(args)

@@ -17,6 +17,8 @@ uncorrected and after Holm's correction over all maps.
 
 Run: .venv/bin/python benchmarks/pruning.py [--eval 500] [--fit 2000] [--seeds 5] [--lee-tokens 512]
      [--lm-tokens 64] [--quick] [--only-lm]
+``--quick`` runs every task and order on one thread at sizes that only check that the script works (16 of Lee's
+documents, 8 snippets of at most 12 word pieces, two pruning steps, one random order).
 
 What is committed: ``benchmarks/results/pruning.json`` is an ``--only-lm`` run at the default sizes (SmolLM2's
 gradient and random curves only; its meta says "tests": 0 because no MiniLM map was made). The MiniLM part
@@ -58,13 +60,14 @@ def main() -> None:
     parser.add_argument("--only-lm", action="store_true", help="only SmolLM2's curves (the ones chapter 5 shows)")
     args = parse(parser)
     if args.quick:
-        args.eval, args.fit, args.seeds, args.lee_tokens, args.step, args.loo_every = 8, 16, 1, 8, 0.5, 1
+        args.eval, args.fit, args.seeds, args.lee_tokens, args.step, args.loo_every = 8, 8, 1, 8, 0.5, 1
         args.lm_tokens, args.lm_rank_windows = 8, 1
+        torch.set_num_threads(1)  # a quick run shares the machine with other work
     torch.manual_seed(0)
     plan = [] if args.only_lm else minilm_plan(args)
     decoder, decoder_tokenizer = mh.load_decoder()
     bos = decoder.config.bos_token_id
-    documents = lee_documents()
+    documents = lee_documents()[: 16 if args.quick else None]  # a quick run: 16 of Lee's 50 documents
     starts = [decoder_tokenizer.encode(d).ids[: args.lm_tokens] for d in documents]
     starts = [ids for ids in starts if len(ids) == args.lm_tokens]
     news = P.next_token_task(decoder, torch.tensor([[bos, *ids] for ids in starts]), name="SmolLM2 on Lee's news")
@@ -81,8 +84,9 @@ def minilm_plan(args) -> list:
     model, tokenizer = mh.load_encoder()
     texts, ratings = movie_review_snippets()
     documents, similarities = lee_documents(), lee_similarities()
-    if args.quick:  # a quick run checks that the script works: 16 of Lee's 50 documents
-        documents, similarities = documents[:16], similarities[:16, :16]
+    snippet_tokens = 128  # word pieces kept per snippet: sentiment_probe_task's default
+    if args.quick:  # a quick run checks that the script works: 16 of Lee's 50 documents, 12 word pieces per snippet
+        documents, similarities, snippet_tokens = documents[:16], similarities[:16, :16], 12
     order = torch.randperm(len(documents), generator=torch.Generator().manual_seed(0)).tolist()
     halves = [sorted(order[: len(order) // 2]), sorted(order[len(order) // 2 :])]
     lee_rank, lee_score = (
@@ -92,7 +96,15 @@ def minilm_plan(args) -> list:
         for half in halves
     )
     sentiment = P.sentiment_probe_task(
-        model, tokenizer, texts, ratings, n_fit=args.fit, n_eval=args.eval, alpha=args.alpha, n_importance=args.eval
+        model,
+        tokenizer,
+        texts,
+        ratings,
+        n_fit=args.fit,
+        n_eval=args.eval,
+        alpha=args.alpha,
+        n_importance=args.eval,
+        max_tokens=snippet_tokens,
     )
     return [(lee_score, lee_rank, True), (sentiment, sentiment.importance_task, True)]
 

@@ -18,9 +18,9 @@ BENCHMARKS = REPO.root / "benchmarks"
 RESULTS = BENCHMARKS / "results"
 SCRIPTS = sorted(p for p in BENCHMARKS.glob("*.py") if not p.name.startswith("_"))
 # The budget checks run in test_budget_checks_run.py: pytest-xdist hands a file to one worker, and the two halves of
-# the quick runs (about 3.5 minutes each on 2 cores) should not queue on the same one.
+# the quick runs (about 50 s and 110 s alone on 2 cores, one after the other) should not queue on the same one.
 MEASURES = [p for p in SCRIPTS if not p.name.startswith("budget_check_")]
-TIMEOUT_S = 600  # far above a quick run (5-60 s alone on 2 cores, slower beside the other worker), below a hang
+TIMEOUT_S = 600  # far above a quick run (2-25 s alone on 2 cores, slower beside the other worker), below a hang
 
 
 def _committed_results() -> dict[str, int]:
