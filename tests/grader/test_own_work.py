@@ -10,6 +10,7 @@ route in it); the visible checks' rule lasts only while a check runs, so those r
 from __future__ import annotations
 
 import copy
+import importlib
 import json
 import re
 import subprocess
@@ -424,11 +425,44 @@ def test_the_visible_checks_keep_own_work_and_other_parts_that_use_torchs_softma
     assert torch.allclose(torch.nn.Parameter(x).softmax(-1), want)  # a subclass goes through __torch_function__
 
 
+# Exercise 7's text rules out transformers' repeat_kv (Part 2) and torch's fused attention with shared K/V heads
+# (Part 3)
+EX7_ROUTES = {
+    "repeat_kv": (
+        "from transformers.models.llama.modeling_llama import repeat_kv as hf_repeat_kv\n"
+        "def repeat_kv(x, n_rep):\n    return hf_repeat_kv(x, n_rep)\n",
+        "transformers.models.llama.modeling_llama.repeat_kv",
+    ),
+    "grouped_query_attention": (
+        "import torch.nn.functional as F\n"
+        "def grouped_query_attention(x, w_q, w_k, w_v, w_o, n_heads, n_kv_heads, mask=None):\n"
+        "    batch, seq, d_model = x.shape\n"
+        "    d_head = d_model // n_heads\n"
+        "    q = (x @ w_q).reshape(batch, seq, n_heads, d_head).transpose(1, 2)\n"
+        "    k, v = ((x @ w).reshape(batch, seq, n_kv_heads, d_head).transpose(1, 2) for w in (w_k, w_v))\n"
+        "    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)\n"
+        "    return out.transpose(1, 2).reshape(batch, seq, d_model) @ w_o, None\n",
+        "torch.nn.functional.scaled_dot_product_attention",
+    ),
+}
+
+
+@pytest.mark.parametrize("part", sorted(EX7_ROUTES))
+def test_exercise_7_refuses_the_library_routines_its_text_rules_out(part):
+    source, routine = EX7_ROUTES[part]
+    check = getattr(mh.checks, f"check_{part}")
+    with pytest.raises(OwnWorkError, match=rf"{part}: your answer calls {re.escape(routine)}, a library routine"):
+        check(_define(source, part))
+
+
 def test_every_route_of_every_part_is_one_the_guard_can_hold():
     for ex in EXERCISES:
         for part in ex.code_parts:
             for route in part.forbidden:
-                assert route.startswith("torch."), route  # a library routine; the course's own are computed_by
+                # a library routine (the course's own are computed_by), guarded once its module is imported
+                assert route.startswith(("torch.", "transformers.")), route
+                if route.startswith("transformers."):  # torch is imported; transformers only when needed
+                    importlib.import_module(route.rsplit(".", 1)[0])
                 guard._guard_route(route)
                 owner, attribute, obj = guard._resolve(route)
                 held = obj.forward if isinstance(obj, type) else obj

@@ -454,6 +454,7 @@ EXERCISES: tuple[Exercise, ...] = (
                 ("manyheads.attention.MultiHeadAttention", "manyheads.models.kv_heads.repeat_kv_heads"),
                 signature="x, n_rep",
                 forms=("a batch of one", "float32"),
+                forbidden=("transformers.models.llama.modeling_llama.repeat_kv",),
             ),
             CodePart(
                 "grouped_query_attention",
@@ -466,6 +467,7 @@ EXERCISES: tuple[Exercise, ...] = (
                     "manyheads.checks.grouped_query_attention.reference_grouped_query_attention",
                 ),
                 signature="x, w_q, w_k, w_v, w_o, n_heads, n_kv_heads, mask=None",
+                forbidden=("torch.nn.functional.scaled_dot_product_attention",),
                 forms=(
                     "a padding mask of shape (3, 1, 1, 5)",
                     "a mask of shape (2, 1, 5, 5)",
