@@ -121,8 +121,9 @@ def test_the_committed_budget_covers_every_test_folder_and_make_test_checks_it()
     # Two workers: the wall-time budget is no looser than the folders' budgets shared out over them.
     assert budget["suite"]["pytest_wall_s"] <= 1.05 * sum(budget["folders"].values()) / 2
     # A ratchet: the figure measured when the budget was set (issue 34's target is 600 s); it may only come down,
-    # but for what an issue allows: issue 37 gave its term tests up to 3 minutes (150 s of wall time taken).
-    assert budget["suite"]["pytest_wall_s"] <= 1850 + 150
+    # but for what an issue allows: issue 37 gave its term tests up to 3 minutes (150 s of wall time taken), issue 38
+    # its graded mistakes up to 2 minutes (60 s taken).
+    assert budget["suite"]["pytest_wall_s"] <= 1850 + 150 + 60
     assert set(budget["reference"]) == set(tool.WORKLOADS)
     recipe = (REPO.root / "Makefile").read_text(encoding="utf-8").split("\ntest:", 1)[1].split("\n\n", 1)[0]
     steps = [line.strip() for line in recipe.splitlines()[1:]]
