@@ -45,6 +45,7 @@ __all__ = [
     "FormInput",
     "as_float64",
     "expected_dtype",
+    "keeps_dtype",
     "check_forms",
 ]
 
@@ -204,6 +205,15 @@ DTYPE_MESSAGE = (
     "input's dtype (torch.zeros(...) or torch.tensor(...) defaults to float32 or int64), or a .float() / .double() "
     "on the way; pass dtype=x.dtype, or end with .to(x.dtype)"
 )
+
+
+def keeps_dtype(name: str, got: Tensor, dtype: torch.dtype, what: str, returned: str = "result") -> None:
+    """The dtype rule on a check's first input, before the diagnoses that compare numbers (check_forms applies it to
+    the other forms). ``returned`` names the tensor where a function returns several."""
+    if got.dtype != dtype:
+        kind = "" if returned == "result" else f"{returned} as "
+        fields = {"name": name, "kind": kind, "got": got.dtype, "want": dtype, "what": what}
+        raise AssertionError(DTYPE_MESSAGE.format(**fields, why="the dtype of its inputs"))
 
 
 def _check_dtype(name: str, returned: str, got: Any, want: Any, form: FormInput, rule: Callable | None) -> None:

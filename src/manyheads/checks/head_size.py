@@ -24,12 +24,12 @@ from manyheads.checks.core import (
     check_forms,
     close_to,
     fixed_randn,
+    keeps_dtype,
     max_abs_diff,
     report_passed,
     require_int,
     require_tensor,
 )
-from manyheads.checks.subspaces import keeps_dtype
 
 __all__ = [
     "check_head_dim",

@@ -18,12 +18,12 @@ import torch
 from torch import Tensor
 
 from manyheads.checks.core import (
-    DTYPE_MESSAGE,
     FormInput,
     call_student,
     check_forms,
     close_to,
     fixed_randn,
+    keeps_dtype,
     max_abs_diff,
     report_passed,
     require_tensor,
@@ -51,15 +51,6 @@ def _reference_scores(x: Tensor, w_q: Tensor, w_k: Tensor, n_heads: int) -> Tens
 def _reference_angles(a: Tensor, b: Tensor) -> Tensor:
     qa, qb = torch.linalg.qr(a.double())[0], torch.linalg.qr(b.double())[0]
     return torch.arccos(torch.linalg.svdvals(qa.T @ qb).clamp(0.0, 1.0)).sort().values
-
-
-def keeps_dtype(name: str, got: Tensor, dtype: torch.dtype, what: str, returned: str = "result") -> None:
-    """The dtype rule on a check's first input, before the diagnoses that compare numbers (check_forms applies it to
-    the other forms). ``returned`` names the tensor where a function returns several."""
-    if got.dtype != dtype:
-        kind = "" if returned == "result" else f"{returned} as "
-        fields = {"name": name, "kind": kind, "got": got.dtype, "want": dtype, "what": what}
-        raise AssertionError(DTYPE_MESSAGE.format(**fields, why="the dtype of its inputs"))
 
 
 def check_qk_circuits(qk_circuits: Callable[[Tensor, Tensor, int], Tensor]) -> None:
